@@ -1,0 +1,135 @@
+"""Terminal memories: HBM controller (pseudo-channels), SRAM and the M_CPU.
+
+Each shifts an arriving packet's flits by its ``overhead_ns`` (access
+latency) and then serves them:
+
+* :class:`HbmCtrl` owns the pseudo-channels of one PE's slice. Consecutive
+  ``burst_bytes`` of an address range map to consecutive channels (channel =
+  burst index mod channels), and every channel drains its bursts one after
+  another at ``channel_bw_gbs``: a flit-paced drain loop per channel, kept as
+  one "free at" time per channel. A hot channel therefore queues while its
+  neighbours idle.
+* :class:`Sram` and :class:`MCpu` are bounded by the link that feeds them:
+  a write is done when its last flit has arrived, a read streams its data
+  back at link speed.
+
+Reads reply on the reversed request path.
+"""
+
+from __future__ import annotations
+
+from kernbench.sim.component import Component
+from kernbench.sim.fabric import Packet, Transfer
+
+
+class HbmCtrl(Component):
+    """HBM controller of one PE's slice with per-pseudo-channel parallelism."""
+
+    __slots__ = ("channels", "burst", "ns_per_byte", "free")
+
+    def __init__(self, engine, node) -> None:
+        super().__init__(engine, node)
+        a = node.attrs
+        self.channels = int(a["channels"])
+        self.burst = int(a["burst_bytes"])
+        self.ns_per_byte = 1.0 / float(a["channel_bw_gbs"])
+        self.free = [0.0] * self.channels
+
+    def on_packet(self, pkt: Packet, t_head: float) -> None:
+        """Drain a written packet, or serve a read command."""
+        kind = pkt.transfer.kind
+        if kind == "write":
+            self._write(pkt, t_head)
+        elif kind == "read_cmd":
+            self._read(pkt.transfer, t_head)
+        else:
+            super().on_packet(pkt, t_head)
+
+    def _write(self, pkt: Packet, t_head: float) -> None:
+        tr = pkt.transfer
+        a0 = t_head + self.overhead_ns
+        flit = self.engine.flit_bytes
+        base = tr.addr + pkt.offset
+        end = base + pkt.nbytes
+        last_flit = pkt.nflits - 1
+        t_last = pkt.t_tail + self.overhead_ns
+        free, burst, k, npb, delta = self.free, self.burst, self.channels, self.ns_per_byte, pkt.delta
+        done = a0
+        x = base
+        while x < end:
+            y = min((x // burst + 1) * burst, end)
+            f = (y - 1 - base) // flit
+            arrive = t_last if f >= last_flit else a0 + f * delta
+            ch = (x // burst) % k
+            start = free[ch] if free[ch] > arrive else arrive
+            free[ch] = finish = start + (y - x) * npb
+            if finish > done:
+                done = finish
+            x = y
+        self.engine.landed(pkt, done)
+        if tr.landed == len(tr.packets):
+            self.engine.oplog.record(tr.t_first, tr.t_done, self.id, "memory", "hbm_write",
+                                     {"addr": tr.addr, "nbytes": tr.nbytes, "corr_id": tr.request.corr_id})
+
+    def _read(self, cmd: Transfer, t_head: float) -> None:
+        a0 = t_head + self.overhead_ns
+        flit = self.engine.flit_bytes
+        free, burst, k, npb = self.free, self.burst, self.channels, self.ns_per_byte
+        base, nbytes = cmd.addr, cmd.read_nbytes
+        end = base + nbytes
+        nflits = -(-nbytes // flit)
+        flit_ready = [a0] * nflits
+        x = base
+        while x < end:
+            y = min((x // burst + 1) * burst, end)
+            ch = (x // burst) % k
+            start = free[ch] if free[ch] > a0 else a0
+            free[ch] = finish = start + (y - x) * npb
+            for f in range((x - base) // flit, (y - 1 - base) // flit + 1):
+                if finish > flit_ready[f]:
+                    flit_ready[f] = finish
+            x = y
+        per_packet = self.engine.packet_bytes // flit
+        ready = []
+        for p0 in range(0, nflits, per_packet):
+            p1 = min(p0 + per_packet, nflits) - 1
+            r0, r1 = flit_ready[p0], max(flit_ready[p0:p1 + 1])
+            ready.append((r0, (r1 - r0) / (p1 - p0) if p1 > p0 else 0.0))
+        self.engine.read_reply(cmd, ready)
+        self.engine.oplog.record(t_head, max(flit_ready), self.id, "memory", "hbm_read",
+                                 {"addr": base, "nbytes": nbytes, "corr_id": cmd.request.corr_id})
+
+
+class LinkBoundMemory(Component):
+    """A memory whose speed is the link feeding it: writes finish with their last flit."""
+
+    __slots__ = ()
+
+    def on_packet(self, pkt: Packet, t_head: float) -> None:
+        """Absorb a written packet or answer a read command after the access overhead."""
+        tr = pkt.transfer
+        if tr.kind == "write":
+            self.engine.landed(pkt, pkt.t_tail + self.overhead_ns)
+            if tr.landed == len(tr.packets):
+                self.engine.oplog.record(tr.t_first, tr.t_done, self.id, "memory", f"{self.node.type}_write",
+                                         {"addr": tr.addr, "nbytes": tr.nbytes, "corr_id": tr.request.corr_id})
+        elif tr.kind == "read_cmd":
+            t_ready = t_head + self.overhead_ns
+            n_packets = -(-tr.read_nbytes // self.engine.packet_bytes)
+            self.engine.read_reply(tr, [(t_ready, 0.0)] * n_packets)
+            self.engine.oplog.record(t_head, t_ready, self.id, "memory", f"{self.node.type}_read",
+                                     {"addr": tr.addr, "nbytes": tr.read_nbytes, "corr_id": tr.request.corr_id})
+        else:
+            super().on_packet(pkt, t_head)
+
+
+class Sram(LinkBoundMemory):
+    """The cube's shared SRAM: access overhead, then link-bandwidth drain."""
+
+    __slots__ = ()
+
+
+class MCpu(LinkBoundMemory):
+    """The cube's management CPU: a DMA source (M_CPU DMA) and a small local memory."""
+
+    __slots__ = ()

@@ -1,0 +1,334 @@
+"""The discrete-event engine: SimPy environment, fabric, requests and completion.
+
+:class:`GraphEngine` owns one SimPy environment, one :class:`Wire` per graph
+edge, one component per bound node, the op log and the correlation-id
+counter. ``submit(msg)`` turns a message into transfers along routed paths
+and returns a :class:`Request` (a completion future); ``run()`` drains the
+event queue and raises :class:`DeadlockError` if any request is left waiting.
+
+Every nanosecond a request reports is a scheduled event on a node or wire:
+node overheads, wire serialisation and propagation, and terminal service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import simpy
+from simpy.events import Timeout
+
+from kernbench.sim.component import Component, ComponentRegistry
+from kernbench.sim.errors import ComponentError, DeadlockError, MessageError
+from kernbench.sim.fabric import Packet, Route, Transfer, Wire, split_packets
+from kernbench.sim.messages import (
+    McpuDmaWriteMsg,
+    MemoryReadMsg,
+    MemoryWriteMsg,
+    PeDmaReadMsg,
+    PeDmaWriteMsg,
+)
+from kernbench.sim.oplog import OpLog
+from kernbench.topology import naming as nm
+from kernbench.topology.address import PhysAddr
+from kernbench.topology.errors import KernbenchError
+from kernbench.topology.graph import TopologyGraph
+from kernbench.topology.routing import AddressResolver, PathRouter
+
+
+class Request:
+    """A submitted message: correlation id, timing, hop trace and completion event.
+
+    ``trace`` holds ``(leg, node, t_in, t_out)`` for the first packet of each
+    leg (``"fwd"`` for the request, ``"ret"`` for a read's data), in ns.
+    """
+
+    __slots__ = ("corr_id", "msg", "t_submit", "t_end", "done", "trace", "source", "op_name", "read_nbytes",
+                 "legs")
+
+    def __init__(self, corr_id: int, msg: object, t_submit: float, done: simpy.Event) -> None:
+        self.corr_id = corr_id
+        self.msg = msg
+        self.t_submit = t_submit
+        self.t_end: float | None = None
+        self.done = done
+        self.trace: list[tuple[str, str, float, float]] = []
+        self.source = ""
+        self.op_name = ""
+        self.read_nbytes = 0
+        self.legs: list[tuple[str, ...]] = []
+
+    @property
+    def latency_ns(self) -> float:
+        """Completion time minus submit time, ns (``RuntimeError`` before completion)."""
+        if self.t_end is None:
+            raise RuntimeError(f"request {self.corr_id} has not completed")
+        return self.t_end - self.t_submit
+
+
+@dataclass(frozen=True, slots=True)
+class LinkStats:
+    """Counters of one directed wire after a run (bytes, ns)."""
+
+    src: str
+    dst: str
+    kind: str
+    bytes: int
+    busy_ns: float
+    packets: int
+    messages: int
+    max_wait_ns: float
+
+
+class GraphEngine:
+    """Runs messages through a compiled topology on SimPy.
+
+    ``registry`` binds implementation names to component classes (see
+    ``kernbench.components.default_registry()``). ``trace`` records per-hop
+    timestamps of each leg's first packet.
+    """
+
+    def __init__(self, graph: TopologyGraph, registry: ComponentRegistry, *, trace: bool = True) -> None:
+        spec = graph.spec
+        self.graph = graph
+        self.spec = spec
+        self.env = simpy.Environment()
+        self.resolver = AddressResolver(graph)
+        self.router = PathRouter(graph)
+        self.flit_bytes = spec.fabric.flit_bytes
+        self.packet_bytes = spec.fabric.packet_bytes
+        self.control_bytes = spec.fabric.control_bytes
+        self.trace_enabled = trace
+        self.oplog = OpLog()
+        self.events = 0
+        self.wires = {(e.src, e.dst): Wire(e, self.flit_bytes) for e in graph.edges}
+        self.components: dict[str, Component] = registry.build(self, graph)
+        self._routes: dict[tuple[str, ...], Route] = {}
+        self._pending: dict[int, Request] = {}
+        self._next_corr = 1
+        self._starters: dict[type, Callable[[Request], None]] = {
+            MemoryWriteMsg: self._start_memory_write,
+            MemoryReadMsg: self._start_memory_read,
+            PeDmaWriteMsg: self._start_pe_dma_write,
+            PeDmaReadMsg: self._start_pe_dma_read,
+            McpuDmaWriteMsg: self._start_mcpu_dma_write,
+        }
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def now(self) -> float:
+        """Current simulated time, ns."""
+        return self.env.now
+
+    def submit(self, msg: object) -> Request:
+        """Validate a message, stamp a correlation id, and inject it now."""
+        starter = self._starters.get(type(msg))
+        if starter is None:
+            raise MessageError(f"cannot submit {type(msg).__name__}; supported: "
+                               f"{', '.join(t.__name__ for t in self._starters)}")
+        nbytes = getattr(msg, "nbytes", 0)
+        if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes <= 0:
+            raise MessageError(f"{type(msg).__name__}.nbytes must be a positive integer, got {nbytes!r}")
+        req = Request(self._next_corr, msg, self.env.now, self.env.event())
+        self._next_corr += 1
+        starter(req)  # raises before anything is scheduled if the message cannot be routed
+        self._pending[req.corr_id] = req
+        return req
+
+    def run(self, until: float | None = None) -> None:
+        """Process events until the queue is empty (or ``until`` ns); detect stuck requests."""
+        self.env.run(until=until)
+        if until is None and self._pending:
+            stuck = "; ".join(f"corr {r.corr_id} {type(r.msg).__name__} from {r.source}"
+                              for r in self._pending.values())
+            raise DeadlockError(f"event queue empty but {len(self._pending)} request(s) never completed: {stuck}")
+
+    def link_stats(self) -> list[LinkStats]:
+        """Per-wire counters of every directed edge that carried traffic, in graph edge order."""
+        return [LinkStats(w.edge.src, w.edge.dst, w.edge.kind, w.bytes, w.busy_ns, w.packets, w.messages,
+                          w.max_wait_ns) for w in self.wires.values() if w.packets]
+
+    def route(self, nodes: tuple[str, ...]) -> Route:
+        """The memoised :class:`Route` for a node path (every node must have a component)."""
+        r = self._routes.get(nodes)
+        if r is None:
+            comps = []
+            for n in nodes:
+                c = self.components.get(n)
+                if c is None:
+                    t = self.graph.nodes[n].type
+                    raise ComponentError(f"node {n} (type {t}) lies on the path {nodes[0]} → {nodes[-1]} but has "
+                                         f"no component; bind '{t}' under components: in the topology")
+                comps.append(c)
+            wires = []
+            for a, b in zip(nodes, nodes[1:], strict=False):
+                w = self.wires.get((a, b))
+                if w is None:
+                    raise ComponentError(f"no link for {a} → {b}")
+                wires.append(w)
+            r = self._routes[nodes] = Route(nodes, tuple(wires), tuple(comps))
+        return r
+
+    # ------------------------------------------------------------------ transfers
+    def send(self, request: Request, route: Route, nbytes: int, *, kind: str, addr: int, t_start: float,
+             on_done: Callable[[Transfer, float], None], ready: list[tuple[float, float]] | None = None,
+             read_nbytes: int = 0) -> Transfer:
+        """Start a payload along ``route``; its first packet enters the first wire at ``t_start``."""
+        tr = Transfer(request, route, nbytes, kind, addr, on_done)
+        tr.read_nbytes = read_nbytes
+        tr.packets = split_packets(tr, self.packet_bytes, self.flit_bytes)
+        tr.ready = ready
+        first = tr.packets[0]
+        if ready is not None:
+            first.delta = ready[0][1]
+        self._at(t_start, first, self._hop)
+        return tr
+
+    def _at(self, t: float, value: object, callback: Callable) -> None:
+        # NOTE: a bare Timeout with one callback is the cheapest SimPy event; no process per packet.
+        ev = Timeout(self.env, t - self.env._now, value)
+        ev.callbacks.append(callback)
+        self.events += 1
+
+    def _hop(self, ev: simpy.Event) -> None:
+        pkt: Packet = ev._value
+        now = self.env._now
+        route = pkt.route
+        h = pkt.hop
+        wire = route.wires[h]
+        ready = now + route.comps[h].overhead_ns if h else now
+        m = pkt.nflits
+        flit_ns = wire.flit_ns
+        free = wire.free_at
+        if free > ready:
+            start = free
+            wait = free - ready
+            if wait > wire.max_wait_ns:
+                wire.max_wait_ns = wait
+            d_in = pkt.delta - wait / (m - 1) if m > 1 else 0.0
+        else:
+            start = ready
+            d_in = pkt.delta
+        delta = d_in if d_in > flit_ns else flit_ns
+        nbytes = pkt.nbytes
+        bw = wire.bw
+        if m > 1:
+            end = start + (m - 1) * delta + (nbytes - (m - 1) * self.flit_bytes) / bw
+            head = start + flit_ns
+        else:
+            end = head = start + nbytes / bw
+        wire.free_at = end
+        wire.busy_ns += nbytes / bw
+        wire.bytes += nbytes
+        wire.packets += 1
+        lat = wire.latency_ns
+        pkt.delta = delta
+        pkt.t_head = head + lat
+        pkt.t_tail = end + lat
+        pkt.hop = h + 1
+        tr = pkt.transfer
+        if pkt.index == 0:
+            wire.messages += 1
+            if self.trace_enabled:
+                tr.request.trace.append((tr.kind, route.nodes[h], now, start))
+        if h == 0 and pkt.index + 1 < len(tr.packets):
+            nxt = tr.packets[pkt.index + 1]
+            t_next = end
+            if tr.ready is not None:
+                r0, nxt.delta = tr.ready[nxt.index]
+                if r0 > t_next:
+                    t_next = r0
+            self._at(t_next, nxt, self._hop)
+        self._at(pkt.t_head, pkt, self._hop if h + 1 < route.hops else self._arrive)
+
+    def _arrive(self, ev: simpy.Event) -> None:
+        pkt: Packet = ev._value
+        tr = pkt.transfer
+        now = self.env._now
+        if tr.t_first < 0:
+            tr.t_first = now
+        if pkt.index == 0 and self.trace_enabled:
+            tr.request.trace.append((tr.kind, pkt.route.nodes[-1], now, now))
+        pkt.route.comps[-1].on_packet(pkt, now)
+
+    def landed(self, pkt: Packet, t_done: float) -> None:
+        """Called by a terminal once it knows when ``pkt`` is fully served (``t_done`` ns)."""
+        tr = pkt.transfer
+        tr.landed += 1
+        if t_done > tr.t_done:
+            tr.t_done = t_done
+        if tr.landed == len(tr.packets):
+            tr.on_done(tr, tr.t_done)
+
+    def finish(self, request: Request, t_end: float) -> None:
+        """Complete ``request`` at ``t_end`` (may be in the future: a completion event is scheduled)."""
+        self._at(t_end, request, self._complete)
+
+    def _complete(self, ev: simpy.Event) -> None:
+        req: Request = ev._value
+        req.t_end = self.env._now
+        del self._pending[req.corr_id]
+        self.oplog.record(req.t_submit, req.t_end, req.source, "memory", req.op_name,
+                          {"corr_id": req.corr_id, "nbytes": req.msg.nbytes})
+        req.done.succeed(req)
+
+    # ------------------------------------------------------------------ message starters
+    def _start(self, req: Request, src: str, path: tuple[str, ...], op_name: str, addr: PhysAddr,
+               write: bool) -> None:
+        route = self.route(path)
+        req.source = src
+        req.op_name = op_name
+        req.legs.append(path)
+        t0 = self.env.now + self.components[src].overhead_ns
+        if write:
+            self.send(req, route, req.msg.nbytes, kind="write", addr=addr.offset, t_start=t0,
+                      on_done=self._write_done)
+        else:
+            req.legs.append(tuple(reversed(path)))
+            self.send(req, route, self.control_bytes, kind="read_cmd", addr=addr.offset, t_start=t0,
+                      on_done=_noop, read_nbytes=req.msg.nbytes)
+
+    def _write_done(self, tr: Transfer, t_done: float) -> None:
+        self.finish(tr.request, t_done)
+
+    def read_reply(self, cmd: Transfer, ready: list[tuple[float, float]], on_done=None) -> Transfer:
+        """Send a read's data back along the reversed command path, paced by ``ready``."""
+        route = self.route(tuple(reversed(cmd.route.nodes)))
+        return self.send(cmd.request, route, cmd.read_nbytes, kind="read_data", addr=cmd.addr,
+                         t_start=ready[0][0], ready=ready, on_done=on_done or self._write_done)
+
+    def _resolve(self, addr: PhysAddr, nbytes: int) -> str:
+        if not isinstance(addr, PhysAddr):
+            raise MessageError(f"expected a PhysAddr, got {addr!r}")
+        return self.resolver.resolve(addr, nbytes)
+
+    def _start_memory_write(self, req: Request) -> None:
+        dst = self._resolve(req.msg.dst, req.msg.nbytes)
+        self._start(req, nm.HOST, self.router.memory_path(nm.HOST, dst), "h2d_write", req.msg.dst, True)
+
+    def _start_memory_read(self, req: Request) -> None:
+        src = self._resolve(req.msg.src, req.msg.nbytes)
+        self._start(req, nm.HOST, self.router.memory_path(nm.HOST, src), "d2h_read", req.msg.src, False)
+
+    def _pe_dma(self, msg) -> str:
+        return self.resolver.find_pe_block(msg.sip, msg.cube, msg.pe, "pe_dma")
+
+    def _start_pe_dma_write(self, req: Request) -> None:
+        src, dst = self._pe_dma(req.msg), self._resolve(req.msg.dst, req.msg.nbytes)
+        self._start(req, src, self.router.pe_dma_path(src, dst), "dma_write", req.msg.dst, True)
+
+    def _start_pe_dma_read(self, req: Request) -> None:
+        src, dst = self._pe_dma(req.msg), self._resolve(req.msg.src, req.msg.nbytes)
+        self._start(req, src, self.router.pe_dma_path(src, dst), "dma_read", req.msg.src, False)
+
+    def _start_mcpu_dma_write(self, req: Request) -> None:
+        src = self.resolver.find_m_cpu(req.msg.sip, req.msg.cube)
+        dst = self._resolve(req.msg.dst, req.msg.nbytes)
+        self._start(req, src, self.router.mcpu_dma_path(src, dst), "mcpu_dma_write", req.msg.dst, True)
+
+
+def _noop(tr: Transfer, t: float) -> None:
+    """Completion of a read command: the terminal's reply carries the request on."""
+
+
+__all__ = ["GraphEngine", "KernbenchError", "LinkStats", "Request"]

@@ -1,0 +1,120 @@
+"""Wires, packets and routes: the arithmetic core of the fabric.
+
+A payload is cut into packets of at most ``packet_bytes``; a packet is a
+train of flits of ``flit_bytes``. Each directed edge is a :class:`Wire`: a
+FIFO that remembers when it is next free. When a packet's head reaches the
+node feeding a wire (after that node's overhead) the wire decides, in
+arrival order:
+
+* ``start = max(ready, free_at)``; ``start - ready`` is queueing delay;
+* flits leave ``delta = max(delta_in, flit_bytes / bw)`` apart, where
+  ``delta_in`` is the spacing the packet arrived with (a slow upstream wire
+  keeps its spacing downstream). A packet that waited had its flits
+  buffered, so it catches up towards wire speed;
+* the wire is busy until the last flit has left; the head reaches the next
+  node after one flit time plus the propagation latency.
+
+This is wormhole pipelining at flit granularity computed arithmetically —
+one scheduled event per packet per hop, not per flit — and streams that
+share a wire interleave packet by packet in arrival order, each getting a
+share of its bandwidth. Units: ns, bytes, GB/s (= bytes/ns).
+"""
+
+from __future__ import annotations
+
+from kernbench.topology.graph import Edge
+
+
+class Wire:
+    """One directed edge's FIFO state and counters."""
+
+    __slots__ = ("edge", "bw", "latency_ns", "flit_ns", "free_at", "bytes", "busy_ns", "packets",
+                 "messages", "max_wait_ns")
+
+    def __init__(self, edge: Edge, flit_bytes: int) -> None:
+        self.edge = edge
+        self.bw = edge.bw_gbs
+        self.latency_ns = edge.latency_ns
+        self.flit_ns = flit_bytes / edge.bw_gbs
+        self.free_at = 0.0
+        self.bytes = 0
+        self.busy_ns = 0.0
+        self.packets = 0
+        self.messages = 0
+        self.max_wait_ns = 0.0
+
+
+class Route:
+    """A resolved path: node ids, the wires between them and the component at each node."""
+
+    __slots__ = ("nodes", "wires", "comps", "hops")
+
+    def __init__(self, nodes: tuple[str, ...], wires: tuple[Wire, ...], comps: tuple) -> None:
+        self.nodes = nodes
+        self.wires = wires
+        self.comps = comps
+        self.hops = len(wires)
+
+
+class Packet:
+    """One packet in flight.
+
+    ``delta`` is the flit spacing it currently travels with (ns); ``t_head``
+    and ``t_tail`` are the arrival times of its first and last flit at the
+    node it last reached.
+    """
+
+    __slots__ = ("transfer", "route", "hop", "index", "nbytes", "nflits", "offset", "delta", "t_head",
+                 "t_tail")
+
+    def __init__(self, transfer: Transfer, index: int, nbytes: int, nflits: int, offset: int) -> None:
+        self.transfer = transfer
+        self.route = transfer.route
+        self.hop = 0
+        self.index = index
+        self.nbytes = nbytes
+        self.nflits = nflits
+        self.offset = offset
+        self.delta = 0.0
+        self.t_head = 0.0
+        self.t_tail = 0.0
+
+
+class Transfer:
+    """A payload moving along one route: its packets and where it stands.
+
+    ``ready`` optionally gives, per packet, the time its first flit is
+    available at the source and the spacing of its flits there (a memory
+    read paces its response); by default everything is ready at once.
+    ``on_packet`` is called by the terminal component as each packet lands.
+    """
+
+    __slots__ = ("request", "route", "nbytes", "packets", "ready", "landed", "t_first", "t_done", "on_done",
+                 "kind", "addr", "read_nbytes")
+
+    def __init__(self, request, route: Route, nbytes: int, kind: str, addr: int, on_done) -> None:
+        self.request = request
+        self.route = route
+        self.nbytes = nbytes
+        self.kind = kind
+        self.addr = addr
+        self.packets: list[Packet] = []
+        self.ready: list[tuple[float, float]] | None = None
+        self.landed = 0
+        self.t_first = -1.0
+        self.t_done = 0.0
+        self.read_nbytes = 0
+        self.on_done = on_done
+
+
+def split_packets(transfer: Transfer, packet_bytes: int, flit_bytes: int) -> list[Packet]:
+    """Cut a transfer's payload into packets (last one may be short)."""
+    out = []
+    offset, index, left = 0, 0, transfer.nbytes
+    while left > 0:
+        n = packet_bytes if left > packet_bytes else left
+        out.append(Packet(transfer, index, n, -(-n // flit_bytes), offset))
+        offset += n
+        left -= n
+        index += 1
+    return out

@@ -1,0 +1,21 @@
+"""kernbench.topology — YAML topology spec to compiled hardware graph, views, routing and diagrams.
+
+Typical use::
+
+    from kernbench.topology import load_topology, PathRouter
+    graph = load_topology("topologies/topology.yaml")
+    path = PathRouter(graph).memory_path("tray.host_cpu", "sip0.cube0.hbm_ctrl.pe0")
+"""
+
+from kernbench.topology.address import PhysAddr, decode
+from kernbench.topology.compiler import compile_spec, load_topology
+from kernbench.topology.errors import AddressError, KernbenchError, RoutingError, SpecError, TopologyError
+from kernbench.topology.graph import Edge, Node, TopologyGraph, View, ViewEdge, ViewNode
+from kernbench.topology.routing import AddressResolver, PathRouter, path_edges
+from kernbench.topology.spec import TopologySpec, load_spec, spec_from_dict
+
+__all__ = [
+    "AddressError", "AddressResolver", "Edge", "KernbenchError", "Node", "PathRouter", "PhysAddr",
+    "RoutingError", "SpecError", "TopologyError", "TopologyGraph", "TopologySpec", "View", "ViewEdge",
+    "ViewNode", "compile_spec", "decode", "load_spec", "load_topology", "path_edges", "spec_from_dict",
+]

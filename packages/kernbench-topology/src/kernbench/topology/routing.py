@@ -1,0 +1,219 @@
+"""Address resolution and deterministic, intent-aware path finding.
+
+:class:`AddressResolver` turns physical addresses into destination node ids
+and finds named endpoints; :class:`PathRouter` finds shortest paths per
+routing *intent*. Each intent searches its own adjacency, built once, that
+leaves out the edge kinds the intent must never use:
+
+==============  ==============================================================
+intent          excluded edge kinds
+==============  ==============================================================
+control         none (command links are the control plane)
+PE DMA          ``command``; same-cube traffic also excludes the UCIe kinds,
+                so a die crossing never looks shorter than the mesh
+M_CPU DMA       ``command`` and the PE pipeline (``pe_internal``,
+                ``pe_to_router``, ``router_to_pe``); same-cube also UCIe
+host memory     as M_CPU DMA (host traffic never enters a PE pipeline)
+==============  ==============================================================
+
+Dijkstra runs on ``routing_weight_mm``; ties resolve by edge insertion order
+(a heap of ``(distance, sequence)``), so paths are deterministic. A search
+tree is computed once per (adjacency, source) and every path is memoised.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable
+
+from kernbench.topology import naming as nm
+from kernbench.topology.address import PhysAddr, decode
+from kernbench.topology.errors import AddressError, RoutingError
+from kernbench.topology.graph import TopologyGraph
+
+UCIE_KINDS = frozenset({"ucie_internal", "ucie_conn_to_router", "router_to_ucie_conn", "ucie_mesh",
+                        "io_to_cube", "cube_to_io"})
+PE_PIPELINE_KINDS = frozenset({"pe_internal", "pe_to_router", "router_to_pe"})
+_EXCLUDE = {
+    "all": frozenset(),
+    "data": frozenset({"command"}),
+    "data_local": frozenset({"command"}) | UCIE_KINDS,
+    "memory": frozenset({"command"}) | PE_PIPELINE_KINDS,
+    "memory_local": frozenset({"command"}) | PE_PIPELINE_KINDS | UCIE_KINDS,
+}
+
+
+class AddressResolver:
+    """Maps physical addresses to node ids and finds named endpoints of a graph."""
+
+    __slots__ = ("_graph", "_slice", "_sips", "_cubes", "_pes", "_tcm_bytes", "_sram_bytes")
+
+    def __init__(self, graph: TopologyGraph) -> None:
+        spec = graph.spec
+        self._graph = graph
+        self._slice = spec.hbm_slice_bytes
+        self._sips = spec.system.sips.count
+        self._cubes = spec.cubes_per_sip
+        self._pes = spec.pes_per_cube
+        self._tcm_bytes = int(spec.pe.tcm.capacity_mib * (1 << 20))
+        self._sram_bytes = int(spec.cube.sram.capacity_mib * (1 << 20))
+
+    @property
+    def hbm_slice_bytes(self) -> int:
+        """Bytes of HBM owned by one PE."""
+        return self._slice
+
+    def hbm_addr(self, sip: int, cube: int, pe: int, offset: int = 0) -> PhysAddr:
+        """The address ``offset`` bytes into PE ``pe``'s HBM slice."""
+        self._check_location(sip, cube, pe)
+        if not 0 <= offset < self._slice:
+            raise AddressError(f"offset {offset} is outside PE {pe}'s HBM slice of {self._slice} bytes")
+        return PhysAddr(sip, cube, "hbm", pe * self._slice + offset)
+
+    def owner_pe(self, addr: PhysAddr) -> int:
+        """The PE whose slice (HBM) or TCM holds an address."""
+        return addr.offset // self._slice if addr.kind == "hbm" else addr.pe
+
+    def _check_location(self, sip: int, cube: int, pe: int = 0) -> None:
+        if not 0 <= sip < self._sips:
+            raise AddressError(f"SIP {sip} does not exist; the topology has {self._sips} SIPs")
+        if not 0 <= cube < self._cubes:
+            raise AddressError(f"cube {cube} does not exist; each SIP has {self._cubes} cubes")
+        if not 0 <= pe < self._pes:
+            raise AddressError(f"PE {pe} does not exist; each cube has {self._pes} PEs")
+
+    def resolve(self, addr: PhysAddr | int, nbytes: int = 1) -> str:
+        """The node id that serves ``nbytes`` at ``addr``; :class:`AddressError` if not modeled."""
+        a = decode(addr) if isinstance(addr, int) else addr
+        pe = self.owner_pe(a)
+        self._check_location(a.sip, a.cube, pe if a.kind in ("hbm", "tcm") else 0)
+        end = a.offset + max(nbytes, 1) - 1
+        if a.kind == "hbm":
+            if end // self._slice != pe or end >= self._slice * self._pes:
+                raise AddressError(f"HBM range {a.offset}..{end} of sip{a.sip}.cube{a.cube} crosses the end of "
+                                   f"PE {pe}'s slice; split the transfer per slice")
+            return nm.hbm_ctrl(a.sip, a.cube, pe)
+        if a.kind == "tcm":
+            if end >= self._tcm_bytes:
+                raise AddressError(f"TCM range ends at {end}, beyond the {self._tcm_bytes}-byte TCM")
+            return nm.pe_block(a.sip, a.cube, a.pe, "pe_tcm")
+        if a.kind == "sram":
+            if end >= self._sram_bytes:
+                raise AddressError(f"SRAM range ends at {end}, beyond the {self._sram_bytes}-byte SRAM")
+            return nm.sram(a.sip, a.cube)
+        return nm.m_cpu(a.sip, a.cube)
+
+    def find_m_cpu(self, sip: int, cube: int) -> str:
+        """Id of a cube's M_CPU."""
+        self._check_location(sip, cube)
+        return nm.m_cpu(sip, cube)
+
+    def find_pcie_ep(self, sip: int, io: int = 0) -> str:
+        """Id of a SIP's PCIe endpoint."""
+        return self._existing(nm.pcie_ep(sip, io))
+
+    def find_io_cpu(self, sip: int, io: int = 0) -> str:
+        """Id of a SIP's IO control CPU."""
+        return self._existing(nm.io_cpu(sip, io))
+
+    def find_pe_block(self, sip: int, cube: int, pe: int, block: str) -> str:
+        """Id of one block of a PE."""
+        self._check_location(sip, cube, pe)
+        return self._existing(nm.pe_block(sip, cube, pe, block))
+
+    def find_all_pcie_eps(self) -> list[str]:
+        """Every PCIe endpoint, sorted."""
+        return sorted(self._graph.nodes_of_type("pcie_ep"))
+
+    def _existing(self, node_id: str) -> str:
+        if node_id not in self._graph.nodes:
+            raise RoutingError(f"node {node_id} not found in topology {self._graph.spec.name!r}")
+        return node_id
+
+
+class PathRouter:
+    """Deterministic shortest paths per routing intent, memoised."""
+
+    __slots__ = ("_graph", "_adj", "_trees", "_paths")
+
+    def __init__(self, graph: TopologyGraph) -> None:
+        self._graph = graph
+        self._adj: dict[str, dict[str, list[tuple[str, float]]]] = {name: {} for name in _EXCLUDE}
+        for e in graph.edges:
+            for name, excluded in _EXCLUDE.items():
+                if e.kind not in excluded:
+                    self._adj[name].setdefault(e.src, []).append((e.dst, e.routing_weight_mm))
+        self._trees: dict[tuple[str, str], tuple[dict[str, float], dict[str, str]]] = {}
+        self._paths: dict[tuple[str, str, str], tuple[tuple[str, ...], float]] = {}
+
+    # ------------------------------------------------------------- intents
+    def pe_dma_path(self, src_dma: str, dst: str) -> tuple[str, ...]:
+        """Path of a PE-initiated DMA from a ``pe_dma`` node to ``dst``."""
+        return self._path("data_local" if nm.same_cube(src_dma, dst) else "data", src_dma, dst)[0]
+
+    def mcpu_dma_path(self, m_cpu: str, dst: str) -> tuple[str, ...]:
+        """Path of an M_CPU-initiated DMA; never enters a PE pipeline."""
+        return self._path("memory_local" if nm.same_cube(m_cpu, dst) else "memory", m_cpu, dst)[0]
+
+    def memory_path(self, src: str, dst: str) -> tuple[str, ...]:
+        """Host memory path (e.g. host CPU to an HBM controller), bypassing control CPUs."""
+        return self._path("memory", src, dst)[0]
+
+    def control_path(self, src: str, dst: str) -> tuple[str, ...]:
+        """Control-plane path, command links included (launches, MMU maps, acks)."""
+        return self._path("all", src, dst)[0]
+
+    def path_with_distance(self, intent: str, src: str, dst: str) -> tuple[tuple[str, ...], float]:
+        """Path and its total routing weight for a raw adjacency name (see module table)."""
+        if intent not in _EXCLUDE:
+            raise RoutingError(f"unknown routing intent {intent!r}; known: {', '.join(_EXCLUDE)}")
+        return self._path(intent, src, dst)
+
+    # ------------------------------------------------------------- search
+    def _path(self, adj: str, src: str, dst: str) -> tuple[tuple[str, ...], float]:
+        key = (adj, src, dst)
+        hit = self._paths.get(key)
+        if hit is not None:
+            return hit
+        for n in (src, dst):
+            if n not in self._graph.nodes:
+                raise RoutingError(f"node {n} not found in topology {self._graph.spec.name!r}")
+        tree = self._trees.get((adj, src))
+        if tree is None:
+            tree = self._trees[(adj, src)] = _dijkstra(self._adj[adj], src)
+        dist, prev = tree
+        if dst not in dist:
+            raise RoutingError(f"no path from {src} to {dst}")
+        path = [dst]
+        while path[-1] != src:
+            path.append(prev[path[-1]])
+        result = (tuple(reversed(path)), dist[dst])
+        self._paths[key] = result
+        return result
+
+
+def _dijkstra(adj: dict[str, list[tuple[str, float]]], src: str) -> tuple[dict[str, float], dict[str, str]]:
+    dist = {src: 0.0}
+    prev: dict[str, str] = {}
+    seq = 0
+    heap: list[tuple[float, int, str]] = [(0.0, 0, src)]
+    done: set[str] = set()
+    while heap:
+        d, _, node = heapq.heappop(heap)
+        if node in done:
+            continue
+        done.add(node)
+        for nb, w in adj.get(node, ()):
+            nd = d + w
+            if nd < dist.get(nb, float("inf")):
+                dist[nb] = nd
+                prev[nb] = node
+                seq += 1
+                heapq.heappush(heap, (nd, seq, nb))
+    return dist, prev
+
+
+def path_edges(graph: TopologyGraph, path: Iterable[str]) -> list:
+    """The edges along a node path, in order (raises ``no link for A → B`` if one is missing)."""
+    p = list(path)
+    return [graph.edge(a, b) for a, b in zip(p, p[1:], strict=False)]

@@ -1,0 +1,540 @@
+"""The validated topology specification (``topology.yaml``).
+
+The schema is declared once, as frozen dataclasses whose fields carry their
+default, their allowed range and a one-line description in ``metadata``.
+:func:`load_spec` walks a parsed YAML mapping against these classes, so every
+field has a default, every numeric field states its unit in its name
+(``_ns``, ``_gbs``, ``_mm``, ``_bytes``, ``_kib``/``_mib``/``_gib``,
+``_ghz``, ``_cycles``, ``_tflops``) and every bad value is reported with the
+file, the dotted field path, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kernbench.topology.errors import SpecError
+
+SIP_TOPOLOGIES = ("ring_1d", "torus_2d", "mesh_2d_no_wrap")
+CORNERS = ("NW", "NE", "SW", "SE")
+VIEW_NAMES = ("system", "sip", "cube", "pe")
+
+
+def _f(default: Any, doc: str, *, lo: float | None = None, hi: float | None = None,
+       choices: tuple[Any, ...] | None = None, positive: bool = False) -> Any:
+    """Declare a spec field with its default, range and description."""
+    meta = {"doc": doc, "lo": lo, "hi": hi, "choices": choices, "positive": positive}
+    if isinstance(default, (list, dict)):
+        raise TypeError("mutable defaults must be tuples")
+    return field(default=default, metadata=meta)
+
+
+def _sub(cls: type) -> Any:
+    """Declare a nested section whose fields all default."""
+    return field(default_factory=cls, metadata={"doc": cls.__doc__ or ""})
+
+
+# --------------------------------------------------------------------------- system
+
+
+@dataclass(frozen=True)
+class SipsSpec:
+    """The SIPs of the tray and the logical topology collectives use between them."""
+
+    count: int = _f(2, "number of SIPs on the tray", lo=1, hi=16)
+    topology: str = _f("ring_1d", "logical SIP topology", choices=SIP_TOPOLOGIES)
+    grid: tuple[int, int] = _f((1, 2), "SIP grid [rows, cols] for 2D topologies; rows*cols == count")
+
+
+@dataclass(frozen=True)
+class PcieSpec:
+    """PCIe links: host to switch and switch to each SIP's endpoint."""
+
+    bw_gbs: float = _f(768.0, "bandwidth per endpoint link, GB/s", positive=True)
+    latency_ns: float = _f(50.0, "propagation latency per PCIe link, ns", lo=0.0)
+    endpoint_overhead_ns: float = _f(10.0, "protocol processing at each PCIe endpoint, ns", lo=0.0)
+    switch_overhead_ns: float = _f(20.0, "forwarding overhead of the tray switch, ns", lo=0.0)
+    host_overhead_ns: float = _f(0.0, "host-side issue overhead, ns", lo=0.0)
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    """Tray level: SIPs, host and the PCIe switch joining them."""
+
+    sips: SipsSpec = _sub(SipsSpec)
+    pcie: PcieSpec = _sub(PcieSpec)
+    sip_gap_mm: float = _f(10.0, "gap between SIP packages on the tray, mm", lo=0.0)
+
+
+# --------------------------------------------------------------------------- sip
+
+
+@dataclass(frozen=True)
+class CubeMeshSpec:
+    """The 2D mesh of cubes inside one SIP."""
+
+    w: int = _f(4, "cubes per mesh row", lo=1, hi=16)
+    h: int = _f(4, "cubes per mesh column", lo=1, hi=16)
+    gap_mm: float = _f(2.0, "die-to-die gap between neighbouring cubes, mm", lo=0.0)
+
+
+@dataclass(frozen=True)
+class IoSpec:
+    """The IO chiplet: PCIe endpoint, IO NoC, IO control CPU."""
+
+    attach_cube: int = _f(0, "index of the cube the IO chiplet's UCIe link attaches to", lo=0)
+    noc_bw_gbs: float = _f(512.0, "IO NoC internal link bandwidth, GB/s", positive=True)
+    noc_overhead_ns: float = _f(2.0, "IO NoC forwarding overhead, ns", lo=0.0)
+    io_cpu_overhead_ns: float = _f(20.0, "IO control CPU per-message overhead, ns", lo=0.0)
+    w_mm: float = _f(6.0, "IO chiplet width in the SIP diagram, mm", positive=True)
+
+
+@dataclass(frozen=True)
+class UcieSpec:
+    """UCIe die-to-die links between neighbouring cubes and to the IO chiplet."""
+
+    bw_gbs: float = _f(512.0, "bandwidth per UCIe link, GB/s", positive=True)
+    latency_ns: float = _f(8.0, "PHY-to-PHY crossing latency, ns", lo=0.0)
+    phy_overhead_ns: float = _f(0.0, "forwarding overhead of each UCIe PHY node, ns", lo=0.0)
+    routing_weight_mm: float = _f(1.0, "Dijkstra weight of one die crossing, mm-equivalent", positive=True)
+
+
+@dataclass(frozen=True)
+class SipSpec:
+    """One SIP: its cube mesh, IO chiplet and UCIe links."""
+
+    cube_mesh: CubeMeshSpec = _sub(CubeMeshSpec)
+    io: IoSpec = _sub(IoSpec)
+    ucie: UcieSpec = _sub(UcieSpec)
+
+
+# --------------------------------------------------------------------------- cube
+
+
+@dataclass(frozen=True)
+class GeometrySpec:
+    """Physical size of one cube die (mesh-layout input)."""
+
+    w_mm: float = _f(12.0, "cube width, mm", positive=True)
+    h_mm: float = _f(12.0, "cube height, mm", positive=True)
+    pe_inset_mm: float = _f(1.5, "distance of corner PEs from the cube edges, mm", positive=True)
+    pe_pitch_mm: float = _f(3.0, "spacing between the PEs of one corner, mm", positive=True)
+    max_spacing_mm: float = _f(3.0, "largest router column gap before a relay column is inserted, mm", positive=True)
+    hbm_gap_mm: float = _f(1.5, "distance from the cube centre line to the HBM router rows, mm", positive=True)
+
+
+@dataclass(frozen=True)
+class PeLayoutSpec:
+    """Where PEs sit on the cube die (mesh-layout input)."""
+
+    corners: tuple[str, ...] = _f(CORNERS, "corners that hold PEs, from NW NE SW SE")
+    pe_per_corner: int = _f(2, "PEs per corner", lo=1, hi=4)
+
+
+@dataclass(frozen=True)
+class NocSpec:
+    """The cube's router mesh."""
+
+    link_bw_gbs: float = _f(256.0, "router-to-router and attachment link bandwidth, GB/s", positive=True)
+    router_overhead_ns: float = _f(2.0, "per-router forwarding overhead, ns", lo=0.0)
+    wire_ns_per_mm: float = _f(0.1, "on-die wire propagation delay, ns per mm", lo=0.0)
+    ucie_connections: int = _f(2, "UCIe PHYs per cube side (mesh-layout input)", lo=1, hi=8)
+
+
+@dataclass(frozen=True)
+class HbmSpec:
+    """The cube's HBM: capacity, bandwidth and per-PE pseudo-channel partition."""
+
+    capacity_gib: float = _f(48.0, "HBM capacity per cube, GiB", positive=True)
+    bw_gbs: float = _f(1024.0, "aggregate HBM bandwidth per cube, GB/s", positive=True)
+    pseudo_channels: int = _f(64, "pseudo-channels per cube, split evenly over the PEs", lo=1)
+    burst_bytes: int = _f(256, "bytes per pseudo-channel burst (channel interleave granule)", lo=16)
+    ctrl_overhead_ns: float = _f(10.0, "controller pickup overhead per request, ns", lo=0.0)
+    mapping_mode: str = _f("per_pe", "HBM partitioning (mesh-layout input)", choices=("per_pe",))
+
+
+@dataclass(frozen=True)
+class SramSpec:
+    """The cube's shared SRAM scratchpad."""
+
+    capacity_mib: float = _f(32.0, "SRAM capacity per cube, MiB", positive=True)
+    link_bw_gbs: float = _f(128.0, "router-to-SRAM link bandwidth, GB/s", positive=True)
+    overhead_ns: float = _f(5.0, "SRAM access overhead per request, ns", lo=0.0)
+
+
+@dataclass(frozen=True)
+class MCpuSpec:
+    """The cube's management CPU."""
+
+    overhead_ns: float = _f(10.0, "per-message overhead, ns", lo=0.0)
+
+
+@dataclass(frozen=True)
+class PlacementSpec:
+    """Placement of cube-level units on the die (mesh-layout input)."""
+
+    m_cpu_pos_mm: tuple[float, float] = _f((1.5, 5.5), "M_CPU position [x, y], mm")
+    sram_pos_mm: tuple[float, float] = _f((1.5, 8.5), "SRAM position [x, y], mm")
+
+
+@dataclass(frozen=True)
+class CubeSpec:
+    """One cube: geometry, NoC, HBM, SRAM, M_CPU and placement."""
+
+    geometry: GeometrySpec = _sub(GeometrySpec)
+    pe_layout: PeLayoutSpec = _sub(PeLayoutSpec)
+    noc: NocSpec = _sub(NocSpec)
+    hbm: HbmSpec = _sub(HbmSpec)
+    sram: SramSpec = _sub(SramSpec)
+    m_cpu: MCpuSpec = _sub(MCpuSpec)
+    placement: PlacementSpec = _sub(PlacementSpec)
+
+
+# --------------------------------------------------------------------------- pe
+
+
+@dataclass(frozen=True)
+class GemmSpec:
+    """The PE's matrix engine."""
+
+    peak_tflops: float = _f(8.0, "f16 peak throughput, TFLOP/s", positive=True)
+    tile_m: int = _f(32, "tile rows (M)", lo=1)
+    tile_n: int = _f(64, "tile columns (N)", lo=1)
+    tile_k: int = _f(32, "tile depth (K)", lo=1)
+
+
+@dataclass(frozen=True)
+class TcmSpec:
+    """The PE's tightly coupled memory."""
+
+    capacity_mib: float = _f(16.0, "TCM capacity, MiB", positive=True)
+    read_bw_gbs: float = _f(512.0, "TCM read bandwidth, GB/s", positive=True)
+    write_bw_gbs: float = _f(512.0, "TCM write bandwidth, GB/s", positive=True)
+    scratch_mib: float = _f(1.0, "kernel scratch region inside the TCM, MiB", positive=True)
+
+
+@dataclass(frozen=True)
+class DmaSpec:
+    """The PE's DMA engine."""
+
+    read_channels: int = _f(1, "concurrent read DMAs", lo=1)
+    write_channels: int = _f(1, "concurrent write DMAs", lo=1)
+    overhead_ns: float = _f(2.0, "per-descriptor DMA setup overhead, ns", lo=0.0)
+
+
+@dataclass(frozen=True)
+class CostModelSpec:
+    """Command-issue cost model: FIXED + logical_bytes x R cycles per command."""
+
+    fixed_cycles: float = _f(40.0, "fixed cycles per command", lo=0.0)
+    r_cycles_per_byte: float = _f(0.0625, "cycles per logical descriptor byte", lo=0.0)
+    max_composite_logical_bytes: int = _f(1024, "largest composite descriptor, bytes", lo=1)
+
+
+@dataclass(frozen=True)
+class PeSpec:
+    """One processing element."""
+
+    clock_ghz: float = _f(1.0, "PE clock, GHz", positive=True)
+    cpu_overhead_ns: float = _f(2.0, "PE_CPU per-message overhead, ns", lo=0.0)
+    scheduler_overhead_ns: float = _f(1.0, "PE_SCHEDULER per-command overhead, ns", lo=0.0)
+    internal_bw_gbs: float = _f(512.0, "bandwidth of links between PE blocks, GB/s", positive=True)
+    gemm: GemmSpec = _sub(GemmSpec)
+    tcm: TcmSpec = _sub(TcmSpec)
+    dma: DmaSpec = _sub(DmaSpec)
+    cost_model: CostModelSpec = _sub(CostModelSpec)
+    w_mm: float = _f(2.0, "PE block size in the cube diagram, mm", positive=True)
+
+
+# --------------------------------------------------------------------------- fabric
+
+
+@dataclass(frozen=True)
+class FabricSpec:
+    """How payloads cross wires."""
+
+    flit_bytes: int = _f(256, "flit size; a wire serialises one flit in flit_bytes / bw", lo=1)
+    packet_bytes: int = _f(4096, "largest packet; concurrent streams interleave per packet", lo=1)
+    control_bytes: int = _f(64, "size of a control message (command, launch, ack)", lo=1)
+
+
+DEFAULT_COMPONENTS: tuple[tuple[str, str], ...] = (
+    ("host_cpu", "host"),
+    ("switch", "forwarding"),
+    ("pcie_ep", "pcie_ep"),
+    ("io_noc", "forwarding"),
+    ("io_ucie", "forwarding"),
+    ("ucie_phy", "forwarding"),
+    ("router", "forwarding"),
+    ("hbm_ctrl", "hbm_ctrl"),
+    ("sram", "sram"),
+    ("m_cpu", "m_cpu"),
+    ("pe_dma", "pe_dma"),
+)
+
+
+@dataclass(frozen=True)
+class TopologySpec:
+    """A whole tray: the root of ``topology.yaml``."""
+
+    name: str = _f("ahbm", "topology name shown in summaries")
+    system: SystemSpec = _sub(SystemSpec)
+    sip: SipSpec = _sub(SipSpec)
+    cube: CubeSpec = _sub(CubeSpec)
+    pe: PeSpec = _sub(PeSpec)
+    fabric: FabricSpec = _sub(FabricSpec)
+    components: tuple[tuple[str, str], ...] = _f(
+        DEFAULT_COMPONENTS, "node type -> component implementation name")
+    disabled_links: tuple[tuple[str, str], ...] = _f(
+        (), "links [src, dst] removed from the compiled graph (what-if / fault studies)")
+    emit_views: tuple[str, ...] = _f(VIEW_NAMES, "diagram views to write", choices=VIEW_NAMES)
+    source: str = _f("<defaults>", "file the spec was read from (set by the loader)")
+
+    @property
+    def component_bindings(self) -> dict[str, str]:
+        """Node type to implementation name, as a fresh dict."""
+        return dict(self.components)
+
+    @property
+    def pes_per_cube(self) -> int:
+        """PEs in one cube."""
+        return len(self.cube.pe_layout.corners) * self.cube.pe_layout.pe_per_corner
+
+    @property
+    def cubes_per_sip(self) -> int:
+        """Cubes in one SIP."""
+        return self.sip.cube_mesh.w * self.sip.cube_mesh.h
+
+    @property
+    def hbm_slice_bytes(self) -> int:
+        """Bytes of HBM owned by each PE (one slice)."""
+        return int(self.cube.hbm.capacity_gib * (1 << 30)) // self.pes_per_cube
+
+    @property
+    def channels_per_pe(self) -> int:
+        """HBM pseudo-channels in each PE's slice."""
+        return self.cube.hbm.pseudo_channels // self.pes_per_cube
+
+    @property
+    def hbm_channel_bw_gbs(self) -> float:
+        """Bandwidth of one pseudo-channel: the aggregate split evenly (see the HBM ADR)."""
+        return self.cube.hbm.bw_gbs / self.cube.hbm.pseudo_channels
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _describe(meta: dict[str, Any], typ: Any) -> str:
+    if meta.get("choices"):
+        return "one of " + ", ".join(repr(c) for c in meta["choices"])
+    parts = [_type_name(typ)]
+    if meta.get("positive"):
+        parts.append("> 0")
+    if meta.get("lo") is not None:
+        parts.append(f">= {meta['lo']:g}")
+    if meta.get("hi") is not None:
+        parts.append(f"<= {meta['hi']:g}")
+    return " ".join(parts)
+
+
+def _type_name(typ: Any) -> str:
+    origin = typing.get_origin(typ)
+    if origin is tuple:
+        args = typing.get_args(typ)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return f"a list of {_type_name(args[0])}"
+        return f"a list of {len(args)} numbers"
+    return {int: "an integer", float: "a number", str: "a string"}.get(typ, str(typ))
+
+
+class _Loader:
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, path: str, value: Any, expected: str) -> SpecError:
+        return SpecError(f"{self.source}: field '{path}' = {value!r} is invalid; expected {expected}")
+
+    def build(self, cls: type, data: Any, path: str) -> Any:
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise self.fail(path or "<root>", data, "a mapping of fields")
+        hints = typing.get_type_hints(cls)
+        fields = {f.name: f for f in dataclasses.fields(cls) if f.name != "source"}
+        unknown = [k for k in data if k not in fields]
+        if unknown:
+            key = unknown[0]
+            near = difflib.get_close_matches(str(key), list(fields), n=1)
+            hint = f"; did you mean '{near[0]}'?" if near else f"; known fields: {', '.join(fields)}"
+            raise SpecError(f"{self.source}: unknown field '{_join(path, str(key))}'{hint}")
+        kwargs = {}
+        for name, f in fields.items():
+            if name not in data:
+                continue
+            kwargs[name] = self.value(hints[name], f.metadata, data[name], _join(path, name))
+        return cls(**kwargs)
+
+    def value(self, typ: Any, meta: Any, raw: Any, path: str) -> Any:
+        if dataclasses.is_dataclass(typ):
+            return self.build(typ, raw, path)
+        if path == "components":
+            return self.components(raw, path)
+        if path == "disabled_links":
+            if not isinstance(raw, list) or not all(
+                    isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in raw):
+                raise self.fail(path, raw, "a list of [src, dst] node-id pairs")
+            return tuple((a, b) for a, b in raw)
+        origin = typing.get_origin(typ)
+        if origin is tuple:
+            return self.sequence(typ, meta, raw, path)
+        return self.scalar(typ, meta, raw, path)
+
+    def scalar(self, typ: Any, meta: Any, raw: Any, path: str) -> Any:
+        expected = _describe(dict(meta), typ)
+        if isinstance(raw, bool):
+            raise self.fail(path, raw, expected)
+        if typ is int:
+            if not isinstance(raw, int):
+                raise self.fail(path, raw, expected)
+            value: Any = raw
+        elif typ is float:
+            if not isinstance(raw, (int, float)):
+                raise self.fail(path, raw, expected)
+            value = float(raw)
+        elif typ is str:
+            if not isinstance(raw, str):
+                raise self.fail(path, raw, expected)
+            value = raw
+        else:  # pragma: no cover - schema error
+            raise TypeError(typ)
+        choices = meta.get("choices")
+        if choices and value not in choices:
+            raise self.fail(path, raw, expected)
+        if isinstance(value, (int, float)):
+            lo, hi = meta.get("lo"), meta.get("hi")
+            if (meta.get("positive") and value <= 0) or (lo is not None and value < lo) or (
+                    hi is not None and value > hi):
+                raise self.fail(path, raw, expected)
+        return value
+
+    def sequence(self, typ: Any, meta: Any, raw: Any, path: str) -> tuple[Any, ...]:
+        args = typing.get_args(typ)
+        expected = _describe(dict(meta), typ)
+        if not isinstance(raw, (list, tuple)):
+            raise self.fail(path, raw, expected)
+        if args[-1] is Ellipsis:
+            elem_types = [args[0]] * len(raw)
+        else:
+            if len(raw) != len(args):
+                raise self.fail(path, raw, expected)
+            elem_types = list(args)
+        elem_meta = {"choices": meta.get("choices")}
+        return tuple(self.scalar(t, elem_meta, item, f"{path}[{i}]")
+                     for i, (t, item) in enumerate(zip(elem_types, raw, strict=True)))
+
+    def components(self, raw: Any, path: str) -> tuple[tuple[str, str], ...]:
+        if not isinstance(raw, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
+            raise self.fail(path, raw, "a mapping of node type -> implementation name")
+        merged = dict(DEFAULT_COMPONENTS)
+        merged.update(raw)
+        return tuple(merged.items())
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _check_consistency(spec: TopologySpec) -> None:
+    src = spec.source
+    sips = spec.system.sips
+    rows, cols = sips.grid
+    if sips.topology != "ring_1d" and rows * cols != sips.count:
+        raise SpecError(f"{src}: field 'system.sips.grid' = {list(sips.grid)!r} holds {rows * cols} SIPs "
+                        f"but system.sips.count = {sips.count}; make rows*cols equal the count")
+    attach = spec.sip.io.attach_cube
+    if attach >= spec.cubes_per_sip or attach % spec.sip.cube_mesh.w:
+        raise SpecError(f"{src}: field 'sip.io.attach_cube' = {attach} is invalid; expected the index of "
+                        f"a cube in the mesh's west column (a multiple of sip.cube_mesh.w = "
+                        f"{spec.sip.cube_mesh.w}, below {spec.cubes_per_sip}): the IO chiplet sits west")
+    hbm = spec.cube.hbm
+    if hbm.pseudo_channels % spec.pes_per_cube:
+        raise SpecError(f"{src}: field 'cube.hbm.pseudo_channels' = {hbm.pseudo_channels} is invalid; "
+                        f"expected a multiple of the {spec.pes_per_cube} PEs per cube")
+    if len(set(spec.cube.pe_layout.corners)) != len(spec.cube.pe_layout.corners):
+        raise SpecError(f"{src}: field 'cube.pe_layout.corners' repeats a corner; list each at most once")
+    if spec.fabric.packet_bytes % spec.fabric.flit_bytes:
+        raise SpecError(f"{src}: field 'fabric.packet_bytes' = {spec.fabric.packet_bytes} is invalid; "
+                        f"expected a multiple of fabric.flit_bytes = {spec.fabric.flit_bytes}")
+    if spec.pe.tcm.scratch_mib > spec.pe.tcm.capacity_mib:
+        raise SpecError(f"{src}: field 'pe.tcm.scratch_mib' = {spec.pe.tcm.scratch_mib} exceeds "
+                        f"pe.tcm.capacity_mib = {spec.pe.tcm.capacity_mib}")
+    geo = spec.cube.geometry
+    for name, (x, y) in (("m_cpu_pos_mm", spec.cube.placement.m_cpu_pos_mm),
+                         ("sram_pos_mm", spec.cube.placement.sram_pos_mm)):
+        if not (0 <= x <= geo.w_mm and 0 <= y <= geo.h_mm):
+            raise SpecError(f"{src}: field 'cube.placement.{name}' = {[x, y]!r} lies outside the "
+                            f"{geo.w_mm:g} x {geo.h_mm:g} mm cube; give a position inside it")
+
+
+def spec_from_dict(data: Any, source: str = "<dict>") -> TopologySpec:
+    """Validate a parsed mapping and return the spec; raise :class:`SpecError` on bad input."""
+    spec = _Loader(source).build(TopologySpec, data, "")
+    spec = dataclasses.replace(spec, source=source)
+    _check_consistency(spec)
+    return spec
+
+
+def load_spec(path: str | Path) -> TopologySpec:
+    """Read and validate a topology YAML file."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise SpecError(f"topology file not found: {p}; pass an existing YAML file "
+                        f"(the default is topologies/topology.yaml)")
+    if not p.is_file():
+        raise SpecError(f"topology path is not a file: {p}")
+    text = p.read_text(encoding="utf-8")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
+        problem = exc.problem or exc.context or "syntax error"
+        raise SpecError(f"{p}: malformed YAML at {where}: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{p}: malformed YAML: {exc}") from None
+    if data is not None and not isinstance(data, dict):
+        raise SpecError(f"{p}: the document root must be a mapping of sections, got {type(data).__name__}")
+    return spec_from_dict(data or {}, str(p))
+
+
+def field_docs() -> list[tuple[str, str, Any]]:
+    """Every leaf field as (dotted path, description, default), for documentation."""
+    rows: list[tuple[str, str, Any]] = []
+
+    def walk(cls: type, prefix: str) -> None:
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if f.name == "source":
+                continue
+            path = _join(prefix, f.name)
+            if dataclasses.is_dataclass(hints[f.name]):
+                walk(hints[f.name], path)
+            else:
+                rows.append((path, f.metadata.get("doc", ""), f.default))
+
+    walk(TopologySpec, "")
+    return rows
+
+
+__all__ = [
+    "CORNERS", "SIP_TOPOLOGIES", "VIEW_NAMES", "TopologySpec", "field_docs", "load_spec",
+    "spec_from_dict",
+]
