@@ -1,0 +1,59 @@
+"""The ``kernbench`` command: argument parsing, dispatch and the one-line error contract."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from pathlib import Path
+
+from kernbench.topology.errors import KernbenchError
+
+DEFAULT_TOPOLOGY = Path("topologies/topology.yaml")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kernbench", description="System-level simulator of AHBM chiplet hardware.")
+    p.add_argument("--debug", action="store_true", help="show the full traceback on errors")
+    sub = p.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("topology", help="compile a topology, print its summary, write diagrams")
+    t.add_argument("path", nargs="?", default=str(DEFAULT_TOPOLOGY), help="topology YAML (default: %(default)s)")
+    t.add_argument("--json", action="store_true", help="print the summary as JSON")
+    t.add_argument("--diagrams", metavar="DIR", help="write one SVG per view into DIR")
+    pr = sub.add_parser("probe", help="run the traffic catalog through the fabric")
+    pr.add_argument("--topology", default=str(DEFAULT_TOPOLOGY), help="topology YAML (default: %(default)s)")
+    pr.add_argument("--case", default="all", help="run one case by name (default: all)")
+    pr.add_argument("--json", action="store_true", help="print results as JSON")
+    pr.add_argument("--strict", action="store_true", help="exit 1 when an invariant fails")
+    for sp in (t, pr):
+        sp.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the process exit status (2 on bad input)."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "topology":
+            from kernbench.cli.topology_cmd import run_topology
+
+            return run_topology(args.path, as_json=args.json, diagrams=args.diagrams)
+        from kernbench.cli.report import print_probe
+        from kernbench.cli.probe import run_probe
+
+        result = run_probe(args.topology, args.case)
+        if args.json:
+            print(json.dumps(result.to_json(), indent=2))
+        else:
+            print_probe(result)
+        return 1 if args.strict and not result.all_pass else 0
+    except KernbenchError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"kernbench: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

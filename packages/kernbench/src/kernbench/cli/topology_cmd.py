@@ -1,0 +1,47 @@
+"""``kernbench topology``: compile a topology, summarise it, optionally write diagrams."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kernbench.topology import TopologyGraph, load_topology
+
+
+def summary(graph: TopologyGraph) -> dict:
+    """The documented JSON summary of a compiled topology."""
+    spec = graph.spec
+    return {
+        "sips": spec.system.sips.count,
+        "cubes_per_sip": spec.cubes_per_sip,
+        "pes_per_cube": spec.pes_per_cube,
+        "nodes": len(graph.nodes),
+        "edges": len(graph.edges),
+        "edge_kinds": graph.edge_kind_counts(),
+        "mesh_file": str(graph.mesh_path) if graph.mesh_path else "",
+    }
+
+
+def run_topology(path: str, *, as_json: bool, diagrams: str | None) -> int:
+    """Print the summary (text or JSON) and write the view diagrams if asked."""
+    graph = load_topology(path)
+    info = summary(graph)
+    written: list[Path] = []
+    if diagrams:
+        from kernbench.topology.diagrams import emit_diagrams
+
+        written = emit_diagrams(graph, diagrams)
+    if as_json:
+        print(json.dumps(info, indent=2))
+        return 0
+    spec = graph.spec
+    print(f"topology {spec.name!r} ({spec.source})")
+    print(f"  SIPs: {info['sips']} ({spec.system.sips.topology})   cubes per SIP: {info['cubes_per_sip']} "
+          f"({spec.sip.cube_mesh.w}x{spec.sip.cube_mesh.h})   PEs per cube: {info['pes_per_cube']}")
+    print(f"  nodes: {info['nodes']}   edges: {info['edges']}")
+    for kind, n in info["edge_kinds"].items():
+        print(f"    {kind:22s} {n:6d}")
+    print(f"  mesh file: {info['mesh_file']}")
+    for p in written:
+        print(f"  wrote {p}")
+    return 0
