@@ -25,7 +25,7 @@ from kernbench.sim.fabric import Packet, Transfer
 class HbmCtrl(Component):
     """HBM controller of one PE's slice with per-pseudo-channel parallelism."""
 
-    __slots__ = ("channels", "burst", "ns_per_byte", "free")
+    __slots__ = ("burst", "channels", "free", "ns_per_byte")
 
     def __init__(self, engine, node) -> None:
         super().__init__(engine, node)

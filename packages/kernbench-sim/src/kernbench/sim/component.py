@@ -27,7 +27,7 @@ class Component:
     override :meth:`on_packet`.
     """
 
-    __slots__ = ("engine", "node", "id", "overhead_ns")
+    __slots__ = ("engine", "id", "node", "overhead_ns")
 
     def __init__(self, engine: GraphEngine, node: Node) -> None:
         self.engine = engine

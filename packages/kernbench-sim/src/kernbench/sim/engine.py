@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 
 import simpy
-from simpy.events import Timeout
-
 from kernbench.sim.component import Component, ComponentRegistry
 from kernbench.sim.errors import ComponentError, DeadlockError, MessageError
 from kernbench.sim.fabric import Packet, Route, Transfer, Wire, split_packets
@@ -34,6 +33,7 @@ from kernbench.topology.address import PhysAddr
 from kernbench.topology.errors import KernbenchError
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.routing import AddressResolver, PathRouter
+from simpy.events import Timeout
 
 
 class Request:
@@ -43,8 +43,18 @@ class Request:
     leg (``"fwd"`` for the request, ``"ret"`` for a read's data), in ns.
     """
 
-    __slots__ = ("corr_id", "msg", "t_submit", "t_end", "done", "trace", "source", "op_name", "read_nbytes",
-                 "legs")
+    __slots__ = (
+        "corr_id",
+        "done",
+        "legs",
+        "msg",
+        "op_name",
+        "read_nbytes",
+        "source",
+        "t_end",
+        "t_submit",
+        "trace",
+    )
 
     def __init__(self, corr_id: int, msg: object, t_submit: float, done: simpy.Event) -> None:
         self.corr_id = corr_id
@@ -161,7 +171,7 @@ class GraphEngine:
                                          f"no component; bind '{t}' under components: in the topology")
                 comps.append(c)
             wires = []
-            for a, b in zip(nodes, nodes[1:], strict=False):
+            for a, b in pairwise(nodes):
                 w = self.wires.get((a, b))
                 if w is None:
                     raise ComponentError(f"no link for {a} → {b}")

@@ -28,8 +28,18 @@ from kernbench.topology.graph import Edge
 class Wire:
     """One directed edge's FIFO state and counters."""
 
-    __slots__ = ("edge", "bw", "latency_ns", "flit_ns", "free_at", "bytes", "busy_ns", "packets",
-                 "messages", "max_wait_ns")
+    __slots__ = (
+        "busy_ns",
+        "bw",
+        "bytes",
+        "edge",
+        "flit_ns",
+        "free_at",
+        "latency_ns",
+        "max_wait_ns",
+        "messages",
+        "packets",
+    )
 
     def __init__(self, edge: Edge, flit_bytes: int) -> None:
         self.edge = edge
@@ -47,7 +57,7 @@ class Wire:
 class Route:
     """A resolved path: node ids, the wires between them and the component at each node."""
 
-    __slots__ = ("nodes", "wires", "comps", "hops")
+    __slots__ = ("comps", "hops", "nodes", "wires")
 
     def __init__(self, nodes: tuple[str, ...], wires: tuple[Wire, ...], comps: tuple) -> None:
         self.nodes = nodes
@@ -64,8 +74,18 @@ class Packet:
     node it last reached.
     """
 
-    __slots__ = ("transfer", "route", "hop", "index", "nbytes", "nflits", "offset", "delta", "t_head",
-                 "t_tail")
+    __slots__ = (
+        "delta",
+        "hop",
+        "index",
+        "nbytes",
+        "nflits",
+        "offset",
+        "route",
+        "t_head",
+        "t_tail",
+        "transfer",
+    )
 
     def __init__(self, transfer: Transfer, index: int, nbytes: int, nflits: int, offset: int) -> None:
         self.transfer = transfer
@@ -89,8 +109,20 @@ class Transfer:
     ``on_packet`` is called by the terminal component as each packet lands.
     """
 
-    __slots__ = ("request", "route", "nbytes", "packets", "ready", "landed", "t_first", "t_done", "on_done",
-                 "kind", "addr", "read_nbytes")
+    __slots__ = (
+        "addr",
+        "kind",
+        "landed",
+        "nbytes",
+        "on_done",
+        "packets",
+        "read_nbytes",
+        "ready",
+        "request",
+        "route",
+        "t_done",
+        "t_first",
+    )
 
     def __init__(self, request, route: Route, nbytes: int, kind: str, addr: int, on_done) -> None:
         self.request = request

@@ -69,10 +69,7 @@ class PhysAddr:
 
     def encode(self) -> int:
         """Pack into the 51-bit integer form."""
-        if self.kind == "hbm":
-            body = self.offset
-        else:
-            body = (self.pe << UNIT_OFFSET_BITS) | self.offset
+        body = self.offset if self.kind == "hbm" else (self.pe << UNIT_OFFSET_BITS) | self.offset
         return (self.sip << SIP_SHIFT) | (self.cube << CUBE_SHIFT) | (KIND_CODES[self.kind] << TYPE_SHIFT) | body
 
     def __add__(self, delta: int) -> PhysAddr:

@@ -110,7 +110,7 @@ class _Builder:
 
     def io_chiplet(self, sip: int) -> None:
         spec, io = self.spec, self.spec.sip.io
-        sx, sy = self.sip_origin(sip)
+        sx, _ = self.sip_origin(sip)
         _, cy = self.cube_origin(sip, io.attach_cube)
         x = sx + io.w_mm / 2
         mid = cy + self.cube_h / 2

@@ -18,6 +18,7 @@ import math
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 from kernbench.topology.errors import SpecError
@@ -43,11 +44,13 @@ _KIND_COLOURS = {
 _FALLBACK = ("#e6b8af", "#f9cb9c", "#ffe599", "#b6d7a8", "#a2c4c9", "#9fc5e8", "#b4a7d6", "#d5a6bd")
 
 _MESH_KINDS = ("router",)   # links between two boxes of these kinds are "mesh" links (labelled sparsely)
-_FIG_LONG_IN = 11.0         # the longer side of the drawing area, inches
+_FIG_LONG_MIN_IN = 8.0      # the longer side of the drawing area, inches, at least ...
+_FIG_LONG_MAX_IN = 16.0     # ... and at most
 _FIG_SHORT_MIN_IN = 4.0     # the shorter side never drops below this, inches
 _NODE_FONT_PT = 9.0
 _EDGE_FONT_PT = 7.0
 _CURVE_RADS = (0.18, -0.18, 0.32, -0.32, 0.5, -0.5)  # tried in order for links that cross a box
+_LABEL_TS = (0.5, 0.42, 0.58, 0.34, 0.66, 0.26, 0.74, 0.18, 0.82)  # spots along a link tried for its label
 _LINK_STYLE = {"color": "#202020", "linewidth": 1.0, "zorder": 0.5}
 _LABEL_BOX = {"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.85}
 
@@ -127,20 +130,21 @@ def _route(link: _Link, nodes: dict[str, ViewNode]) -> tuple[float, float] | Non
     # Boxes holding either end (e.g. a PE box around its router) are the link's own surroundings.
     obstacles = [n for n in nodes.values() if n.id not in (link.a, link.b)
                  and not _contains(n, *p0) and not _contains(n, *p2)]
-    ts = [i / 24 for i in range(1, 24)]
+    ts = [i / 48 for i in range(1, 48)]
 
-    def hits(c: tuple[float, float]) -> bool:
+    def hits(c: tuple[float, float]) -> int:
         pts = [_curve_point(p0, c, p2, t) for t in ts]
-        return any(_contains(n, x, y, shrink=-0.02 * min(n.w_mm, n.h_mm)) for n in obstacles for x, y in pts)
+        return sum(1 for n in obstacles for x, y in pts if _contains(n, x, y))
 
-    straight = ((p0[0] + p2[0]) / 2, (p0[1] + p2[1]) / 2)
-    if not hits(straight):
-        return None
+    best_hits, best = hits(((p0[0] + p2[0]) / 2, (p0[1] + p2[1]) / 2)), None
     for rad in _CURVE_RADS:
+        if best_hits == 0:
+            break
         c = _bezier(p0, p2, rad)
-        if not hits(c):
-            return c
-    return _bezier(p0, p2, _CURVE_RADS[0])
+        h = hits(c)
+        if h < best_hits:
+            best_hits, best = h, c
+    return best
 
 
 def _extent(view: View) -> tuple[float, float, float, float]:
@@ -150,6 +154,97 @@ def _extent(view: View) -> tuple[float, float, float, float]:
     y1 = max(n.y_mm + n.h_mm / 2 for n in view.nodes)
     pad = 0.06 * max(x1 - x0, y1 - y0, 1e-6)
     return x0 - pad, x1 + pad, y0 - pad, y1 + pad
+
+
+Rect = tuple[float, float, float, float]  # x0, y0, x1, y1 in mm
+
+
+def _box(n: ViewNode) -> Rect:
+    return n.x_mm - n.w_mm / 2, n.y_mm - n.h_mm / 2, n.x_mm + n.w_mm / 2, n.y_mm + n.h_mm / 2
+
+
+def _overlap(a: Rect, b: Rect) -> float:
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def _seg_hits(p: tuple[float, float], q: tuple[float, float], r: Rect) -> bool:
+    """Whether segment p–q meets rectangle r (Liang–Barsky clipping)."""
+    t0, t1 = 0.0, 1.0
+    dx, dy = q[0] - p[0], q[1] - p[1]
+    for den, num in ((-dx, p[0] - r[0]), (dx, r[2] - p[0]), (-dy, p[1] - r[1]), (dy, r[3] - p[1])):
+        if den == 0:
+            if num < 0:
+                return False
+        else:
+            t = num / den
+            if den < 0:
+                t0 = max(t0, t)
+            else:
+                t1 = min(t1, t)
+            if t0 > t1:
+                return False
+    return True
+
+
+class _Placer:
+    """Greedy label placement: each label takes the cheapest of its candidate spots.
+
+    Cost counts overlap with labels already placed, with boxes the label does
+    not belong to, with links other than its own, and spill outside the plot.
+    Sizes are estimated from the font size and the plot's points-per-mm.
+    """
+
+    def __init__(self, nodes: dict[str, ViewNode], polylines: list[list[tuple[float, float]]],
+                 limits: Rect, pt_per_mm: float) -> None:
+        self.nodes = nodes
+        self.boxes = {nid: _box(n) for nid, n in nodes.items()}
+        self.polylines = polylines
+        self.limits = limits
+        self.pt_per_mm = pt_per_mm
+        self.placed: list[Rect] = []
+
+    def size(self, text: str, font_pt: float, vertical: bool) -> tuple[float, float]:
+        w = (0.6 * len(text) + 0.3) * font_pt / self.pt_per_mm
+        h = 1.4 * font_pt / self.pt_per_mm
+        return (h, w) if vertical else (w, h)
+
+    def cost(self, r: Rect, own: set[str], own_link: int | None) -> float:
+        area = max((r[2] - r[0]) * (r[3] - r[1]), 1e-12)
+        c = sum(100.0 * _overlap(r, p) for p in self.placed) / area
+        for nid, b in self.boxes.items():
+            ov = _overlap(r, b)
+            if ov:
+                weight = 0.5 if nid in own else (20.0 if self.nodes[nid].label else 6.0)
+                c += weight * ov / area
+        for i, line in enumerate(self.polylines):
+            if i != own_link and any(_seg_hits(p, q, r) for p, q in pairwise(line)):
+                c += 4.0
+        lx0, ly0, lx1, ly1 = self.limits
+        inside = max(0.0, min(r[2], lx1) - max(r[0], lx0)) * max(0.0, min(r[3], ly1) - max(r[1], ly0))
+        return c + 50.0 * (1 - inside / area)
+
+    def place(self, candidates: list[tuple[float, float, float]], w: float, h: float, own: set[str],
+              own_link: int | None = None) -> tuple[float, float]:
+        """Pick the cheapest (x, y, penalty) centre; record and return it."""
+        best = None
+        for x, y, penalty in candidates:
+            r = (x - w / 2, y - h / 2, x + w / 2, y + h / 2)
+            c = self.cost(r, own, own_link) + penalty
+            if best is None or c < best[0]:
+                best = (c, x, y, r)
+        assert best is not None
+        self.placed.append(best[3])
+        return best[1], best[2]
+
+
+def _containers(nodes: dict[str, ViewNode]) -> dict[str, set[str]]:
+    """For each box id, the ids of larger boxes that hold its centre."""
+    out: dict[str, set[str]] = {nid: set() for nid in nodes}
+    for n in nodes.values():
+        for o in nodes.values():
+            if o.id != n.id and o.w_mm * o.h_mm > n.w_mm * n.h_mm and _contains(o, n.x_mm, n.y_mm):
+                out[n.id].add(o.id)
+    return out
 
 
 def render_view(view: View) -> Figure:
@@ -166,16 +261,35 @@ def render_view(view: View) -> Figure:
     if not view.nodes:
         raise SpecError(f"view {view.name!r} has no boxes to draw")
     nodes = {n.id: n for n in view.nodes}
+    inside_of = _containers(nodes)
+    holders = {c for cs in inside_of.values() for c in cs}
+    links = _pair_links(view.edges)
+
+    # Which links carry a label: mesh links once per distinct (length, bandwidth), all others always.
+    seen_mesh: set[tuple[float, float, float | None]] = set()
+    labelled: list[bool] = []
+    for link in links:
+        if nodes[link.a].kind in _MESH_KINDS and nodes[link.b].kind in _MESH_KINDS:
+            key = (round(link.distance_mm, 6), link.bw_ab, link.bw_ba)
+            labelled.append(key not in seen_mesh)
+            seen_mesh.add(key)
+        else:
+            labelled.append(True)
+
+    # Figure size grows with the number of labels so dense views keep their text apart.
     x0, x1, y0, y1 = _extent(view)
     span_x, span_y = x1 - x0, y1 - y0
+    n_labels = sum(labelled) + sum(1 for n in view.nodes if n.label)
+    long_in = min(_FIG_LONG_MAX_IN, max(_FIG_LONG_MIN_IN, 2.4 * math.sqrt(n_labels)))
     if span_x >= span_y:
-        w_in, h_in = _FIG_LONG_IN, max(_FIG_SHORT_MIN_IN, _FIG_LONG_IN * span_y / span_x)
+        w_in, h_in = long_in, max(_FIG_SHORT_MIN_IN, long_in * span_y / span_x)
     else:
-        w_in, h_in = max(_FIG_SHORT_MIN_IN, _FIG_LONG_IN * span_x / span_y), _FIG_LONG_IN
-    legend_in = 2.2
-    fig = Figure(figsize=(w_in + legend_in, h_in + 0.7))
+        w_in, h_in = max(_FIG_SHORT_MIN_IN, long_in * span_x / span_y), long_in
+    margin_l, margin_b, margin_t, legend_in = 0.7, 0.6, 0.6, 1.9
+    fig_w, fig_h = margin_l + w_in + legend_in, margin_b + h_in + margin_t
+    fig = Figure(figsize=(fig_w, fig_h))
     FigureCanvasSVG(fig)
-    ax = fig.add_axes((0.04, 0.03, w_in / (w_in + legend_in) - 0.05, h_in / (h_in + 0.7) - 0.02))
+    ax = fig.add_axes((margin_l / fig_w, margin_b / fig_h, w_in / fig_w, h_in / fig_h))
     ax.set_xlim(x0, x1)
     ax.set_ylim(y1, y0)  # y grows downward
     ax.set_aspect("equal", adjustable="box")
@@ -183,61 +297,88 @@ def render_view(view: View) -> Figure:
     ax.set_ylabel("y (mm)", fontsize=8)
     ax.tick_params(labelsize=7)
     ax.set_title(view.title, fontsize=12)
+    pt_per_mm = 72.0 * min(w_in / span_x, h_in / span_y)
 
     # Boxes: bigger ones underneath, so a router stays visible on top of its PE.
-    by_area = sorted(view.nodes, key=lambda n: -n.w_mm * n.h_mm)
-    area_rank = {n.id: i for i, n in enumerate(by_area)}
-    for n in by_area:
-        z = 1 + area_rank[n.id] * 0.01
+    for rank, n in enumerate(sorted(view.nodes, key=lambda n: (-n.w_mm * n.h_mm, n.id))):
         ax.add_patch(Rectangle((n.x_mm - n.w_mm / 2, n.y_mm - n.h_mm / 2), n.w_mm, n.h_mm,
-                               facecolor=_colour(n.kind), edgecolor="#404040", linewidth=0.8, zorder=z))
-        if not n.label:
-            continue
-        holds_other = any(o.id != n.id and o.w_mm * o.h_mm < n.w_mm * n.h_mm and _contains(n, o.x_mm, o.y_mm)
-                          for o in view.nodes)
-        if holds_other:  # label along the top edge, clear of the boxes inside
-            ax.text(n.x_mm, n.y_mm - n.h_mm / 2 + 0.04 * n.h_mm, n.label, ha="center", va="top",
-                    fontsize=_NODE_FONT_PT, fontweight="bold", zorder=5)
-        else:
-            ax.text(n.x_mm, n.y_mm, n.label, ha="center", va="center", fontsize=_NODE_FONT_PT, zorder=5)
+                               facecolor=_colour(n.kind), edgecolor="#404040", linewidth=0.8,
+                               zorder=1 + rank * 1e-3))
 
     # Links, each undirected pair once; drawn under the boxes so only the part between boxes shows.
-    labelled_mesh: set[tuple[float, float, float | None]] = set()
-    for link in _pair_links(view.edges):
-        na, nb = nodes[link.a], nodes[link.b]
-        p0, p2 = (na.x_mm, na.y_mm), (nb.x_mm, nb.y_mm)
+    polylines: list[list[tuple[float, float]]] = []
+    ctrls: list[tuple[float, float] | None] = []
+    for link in links:
+        p0, p2 = (nodes[link.a].x_mm, nodes[link.a].y_mm), (nodes[link.b].x_mm, nodes[link.b].y_mm)
         ctrl = _route(link, nodes)
+        ctrls.append(ctrl)
         if ctrl is None:
             ax.add_line(Line2D([p0[0], p2[0]], [p0[1], p2[1]], **_LINK_STYLE))
-            mid = ((p0[0] + p2[0]) / 2, (p0[1] + p2[1]) / 2)
+            polylines.append([p0, p2])
         else:
             ax.add_patch(PathPatch(MplPath([p0, ctrl, p2], [MplPath.MOVETO, MplPath.CURVE3, MplPath.CURVE3]),
                                    fill=False, edgecolor=_LINK_STYLE["color"],
                                    linewidth=_LINK_STYLE["linewidth"], zorder=_LINK_STYLE["zorder"]))
-            mid = _curve_point(p0, ctrl, p2, 0.5)
-        if na.kind in _MESH_KINDS and nb.kind in _MESH_KINDS:
-            key = (round(link.distance_mm, 6), link.bw_ab, link.bw_ba)
-            if key in labelled_mesh:
-                continue
-            labelled_mesh.add(key)
-        if p0 == p2:  # zero-length link: label just below the smaller box at that point
-            small = na if na.w_mm * na.h_mm <= nb.w_mm * nb.h_mm else nb
-            ax.text(small.x_mm, small.y_mm + small.h_mm / 2 + 0.02 * span_y, link.label(), ha="center",
-                    va="top", fontsize=_EDGE_FONT_PT, zorder=6, bbox=_LABEL_BOX)
+            polylines.append([_curve_point(p0, ctrl, p2, i / 16) for i in range(17)])
+
+    placer = _Placer(nodes, polylines, (x0, y0, x1, y1), pt_per_mm)
+
+    # Box labels: centred on plain boxes; on a box holding others, at the free-est spot along its edges.
+    for n in sorted(view.nodes, key=lambda n: n.id in holders):
+        if not n.label:
             continue
-        ang = math.degrees(math.atan2(-(p2[1] - p0[1]), p2[0] - p0[0]))  # screen angle (y axis inverted)
-        if ang > 90:
-            ang -= 180
-        elif ang <= -90:
-            ang += 180
-        rot = ang if abs(ang) > 60 else 0.0  # steep links get text along them, others stay horizontal
-        ax.text(mid[0], mid[1], link.label(), ha="center", va="center", rotation=rot, rotation_mode="anchor",
-                fontsize=_EDGE_FONT_PT, zorder=6, bbox=_LABEL_BOX)
+        w, h = placer.size(n.label, _NODE_FONT_PT, False)
+        if n.id not in holders:
+            x, y = placer.place([(n.x_mm, n.y_mm, 0.0)], w, h, {n.id})
+            ax.text(x, y, n.label, ha="center", va="center", fontsize=_NODE_FONT_PT, zorder=5)
+            continue
+        mx, my = 0.04 * n.w_mm + w / 2, 0.04 * n.h_mm + h / 2
+        left, right = n.x_mm - n.w_mm / 2 + mx, n.x_mm + n.w_mm / 2 - mx
+        top, bottom = n.y_mm - n.h_mm / 2 + my, n.y_mm + n.h_mm / 2 - my
+        spots = [(n.x_mm, top), (left, top), (right, top), (n.x_mm, bottom), (left, bottom), (right, bottom)]
+        x, y = placer.place([(sx, sy, 0.05 * i) for i, (sx, sy) in enumerate(spots)], w, h, {n.id})
+        ax.text(x, y, n.label, ha="center", va="center", fontsize=_NODE_FONT_PT, fontweight="bold", zorder=5)
+
+    # Link labels: along the link, preferring its middle and the stretch between boxes.
+    for i, link in enumerate(links):
+        if not labelled[i]:
+            continue
+        na, nb = nodes[link.a], nodes[link.b]
+        own = {link.a, link.b} | inside_of[link.a] | inside_of[link.b]
+        text = link.label()
+        line = polylines[i]
+        (ax_, ay_), (bx_, by_) = line[0], line[-1]
+        if (ax_, ay_) == (bx_, by_):  # zero length: beside the smaller box at that point
+            w, h = placer.size(text, _EDGE_FONT_PT, False)
+            s = na if na.w_mm * na.h_mm <= nb.w_mm * nb.h_mm else nb
+            gap = 0.15 * h
+            spots = [(s.x_mm, s.y_mm + s.h_mm / 2 + gap + h / 2), (s.x_mm, s.y_mm - s.h_mm / 2 - gap - h / 2),
+                     (s.x_mm + s.w_mm / 2 + gap + w / 2, s.y_mm), (s.x_mm - s.w_mm / 2 - gap - w / 2, s.y_mm)]
+            x, y = placer.place([(sx, sy, 0.05 * k) for k, (sx, sy) in enumerate(spots)], w, h, own, i)
+            ax.text(x, y, text, ha="center", va="center", fontsize=_EDGE_FONT_PT, zorder=6, bbox=_LABEL_BOX)
+            continue
+        vertical = abs(bx_ - ax_) < 0.25 * abs(by_ - ay_)
+        horizontal = abs(by_ - ay_) < 0.25 * abs(bx_ - ax_)
+        w, h = placer.size(text, _EDGE_FONT_PT, vertical)
+        cands = []
+        for k, t in enumerate(_LABEL_TS):
+            if ctrls[i] is None:
+                px, py = ax_ + t * (bx_ - ax_), ay_ + t * (by_ - ay_)
+            else:
+                px, py = _curve_point(line[0], ctrls[i], line[-1], t)
+            cands.append((px, py, 0.02 * k))
+            if vertical:
+                cands += [(px + (w / 2 + 0.1 * w), py, 0.4 + 0.02 * k), (px - (w / 2 + 0.1 * w), py, 0.4 + 0.02 * k)]
+            elif horizontal:
+                cands += [(px, py - (h / 2 + 0.1 * h), 0.4 + 0.02 * k), (px, py + (h / 2 + 0.1 * h), 0.4 + 0.02 * k)]
+        x, y = placer.place(cands, w, h, own, i)
+        ax.text(x, y, text, ha="center", va="center", rotation=90 if vertical else 0, fontsize=_EDGE_FONT_PT,
+                zorder=6, bbox=_LABEL_BOX)
 
     kinds = list(dict.fromkeys(n.kind for n in view.nodes))
     handles = [Rectangle((0, 0), 1, 1, facecolor=_colour(k), edgecolor="#404040", linewidth=0.8) for k in kinds]
-    fig.legend(handles, kinds, loc="upper right", fontsize=8, title="box kind", title_fontsize=8,
-               frameon=False, bbox_to_anchor=(0.995, 0.96))
+    fig.legend(handles, kinds, loc="upper left", fontsize=8, title="box kind", title_fontsize=8, frameon=False,
+               bbox_to_anchor=((margin_l + w_in + 0.15) / fig_w, 1 - margin_t / fig_h))
     return fig
 
 

@@ -90,7 +90,7 @@ class TopologyGraph:
     Immutable after construction; one instance can back many engines.
     """
 
-    __slots__ = ("spec", "mesh", "mesh_path", "nodes", "edges", "views", "_edge_map", "_out")
+    __slots__ = ("_edge_map", "_out", "edges", "mesh", "mesh_path", "nodes", "spec", "views")
 
     def __init__(self, spec: TopologySpec, mesh: CubeMesh, mesh_path: Path | None,
                  nodes: dict[str, Node], edges: list[Edge], views: dict[str, View]) -> None:

@@ -23,6 +23,7 @@ those inputs is unchanged, so the layout is an inspectable artifact.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -30,7 +31,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import yaml
-
 from kernbench.topology.spec import TopologySpec
 
 MESH_FORMAT = 1
@@ -122,7 +122,7 @@ def _rows(spec: TopologySpec) -> tuple[list[float], int]:
     step = (hbm_top - top) / per_half
     upper = [round(top + k * step, 6) for k in range(per_half)]
     lower = [round(bot - k * step, 6) for k in range(per_half)][::-1]
-    return upper + [round(hbm_top, 6), round(hbm_bot, 6)] + lower, per_half
+    return [*upper, round(hbm_top, 6), round(hbm_bot, 6), *lower], per_half
 
 
 def _nearest(present: list[tuple[int, int]], xs: list[float], ys: list[float],
@@ -201,8 +201,6 @@ def ensure_mesh(spec: TopologySpec, mesh_path: Path | None) -> tuple[CubeMesh, b
             pass
     mesh = generate_mesh(spec)
     if mesh_path is not None:
-        try:
+        with contextlib.suppress(OSError):  # read-only directory: run uncached
             mesh_path.write_text(_to_yaml(mesh), encoding="utf-8")
-        except OSError:
-            pass
     return mesh, True

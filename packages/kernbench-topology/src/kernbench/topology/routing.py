@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable
+from itertools import pairwise
 
 from kernbench.topology import naming as nm
 from kernbench.topology.address import PhysAddr, decode
@@ -46,7 +47,7 @@ _EXCLUDE = {
 class AddressResolver:
     """Maps physical addresses to node ids and finds named endpoints of a graph."""
 
-    __slots__ = ("_graph", "_slice", "_sips", "_cubes", "_pes", "_tcm_bytes", "_sram_bytes")
+    __slots__ = ("_cubes", "_graph", "_pes", "_sips", "_slice", "_sram_bytes", "_tcm_bytes")
 
     def __init__(self, graph: TopologyGraph) -> None:
         spec = graph.spec
@@ -134,7 +135,7 @@ class AddressResolver:
 class PathRouter:
     """Deterministic shortest paths per routing intent, memoised."""
 
-    __slots__ = ("_graph", "_adj", "_trees", "_paths")
+    __slots__ = ("_adj", "_graph", "_paths", "_trees")
 
     def __init__(self, graph: TopologyGraph) -> None:
         self._graph = graph
@@ -216,4 +217,4 @@ def _dijkstra(adj: dict[str, list[tuple[str, float]]], src: str) -> tuple[dict[s
 def path_edges(graph: TopologyGraph, path: Iterable[str]) -> list:
     """The edges along a node path, in order (raises ``no link for A → B`` if one is missing)."""
     p = list(path)
-    return [graph.edge(a, b) for a, b in zip(p, p[1:], strict=False)]
+    return [graph.edge(a, b) for a, b in pairwise(p)]

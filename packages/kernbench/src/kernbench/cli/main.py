@@ -39,8 +39,8 @@ def main(argv: list[str] | None = None) -> int:
             from kernbench.cli.topology_cmd import run_topology
 
             return run_topology(args.path, as_json=args.json, diagrams=args.diagrams)
-        from kernbench.cli.report import print_probe
         from kernbench.cli.probe import run_probe
+        from kernbench.cli.report import print_probe
 
         result = run_probe(args.topology, args.case)
         if args.json:

@@ -22,6 +22,7 @@ bottleneck is one wire (the SRAM link) and checks that they share it.
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -256,7 +257,7 @@ def _invariants(cases: list[CaseResult], lone: CaseResult | None) -> list[dict]:
     for cat in ("h2d", "d2h"):
         lat = [c.actual_ns for c in by_cat.get(cat, [])]
         if len(lat) > 1:
-            add(f"{cat} latency rises with hop count", all(a < b for a, b in zip(lat, lat[1:], strict=False)),
+            add(f"{cat} latency rises with hop count", all(a < b for a, b in pairwise(lat)),
                 " < ".join(f"{v:.1f}" for v in lat) + " ns")
     h2d, d2h = by_cat.get("h2d", []), by_cat.get("d2h", [])
     if h2d and d2h and len(h2d) == len(d2h):

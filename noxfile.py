@@ -1,0 +1,81 @@
+"""Every developer and CI action is a nox session.
+
+    nox -s tests        each package in its own venv with its siblings from this tree
+    nox -s integration  end-to-end tests in tests/ (CLI and public API)
+    nox -s lint         ruff
+    nox -s demo         the main job on the default topology
+    nox -s docs         the Sphinx site, warnings as errors
+    nox -s benchmarks   simulator-speed benchmarks (not part of pass/fail)
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests", "integration", "lint"]
+nox.options.reuse_existing_virtualenvs = True
+
+# Dependency order: each package installs with the siblings below it, from the local tree.
+PACKAGES = {
+    "kernbench-topology": [],
+    "kernbench-sim": ["kernbench-topology"],
+    "kernbench-components": ["kernbench-topology", "kernbench-sim"],
+    "kernbench": ["kernbench-topology", "kernbench-sim", "kernbench-components"],
+}
+TEST_DEPS = ["pytest>=8", "hypothesis>=6"]
+
+
+def _install_tree(session: nox.Session, names: list[str]) -> None:
+    session.install(*TEST_DEPS)
+    session.install(*[f"./packages/{n}" for n in names])
+
+
+@nox.session
+@nox.parametrize("package", list(PACKAGES))
+def tests(session: nox.Session, package: str) -> None:
+    """Install one package (and only its declared siblings) and run its unit tests."""
+    _install_tree(session, [*PACKAGES[package], package])
+    session.run("pytest", f"packages/{package}/tests", "-q", "-m", "not slow", *session.posargs)
+
+
+@nox.session
+def integration(session: nox.Session) -> None:
+    """End-to-end tests of the CLI and public API across all packages."""
+    _install_tree(session, list(PACKAGES))
+    session.run("pytest", "tests", "-q", "-m", "not slow", *session.posargs)
+
+
+@nox.session
+def slow(session: nox.Session) -> None:
+    """Heavy sweeps marked ``slow`` (not in the default run)."""
+    _install_tree(session, list(PACKAGES))
+    session.run("pytest", "packages", "tests", "-q", "-m", "slow", *session.posargs, success_codes=[0, 5])
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff over every package, test and tool."""
+    session.install("ruff>=0.5")
+    session.run("ruff", "check", ".")
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """The main job: compile the default topology, write its diagrams, run the probe."""
+    session.install(*[f"./packages/{n}" for n in PACKAGES])
+    session.run("kernbench", "topology", "topologies/topology.yaml", "--diagrams", "out/diagrams")
+    session.run("kernbench", "probe", "--topology", "topologies/topology.yaml", "--strict")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the Sphinx + MyST site with warnings as errors into docs/_build/html."""
+    session.install("sphinx>=7", "myst-parser>=2", *[f"./packages/{n}" for n in PACKAGES])
+    session.run("sphinx-build", "-W", "--keep-going", "-b", "html", "docs", "docs/_build/html")
+
+
+@nox.session
+def benchmarks(session: nox.Session) -> None:
+    """Simulator speed: engine events/s vs bare SimPy, probe wall time, compile time."""
+    session.install(*[f"./packages/{n}" for n in PACKAGES])
+    session.run("python", "benchmarks/bench_fabric.py", *session.posargs)
