@@ -14,9 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from heapq import heappush
 from itertools import pairwise
 
 import simpy
+from simpy.events import NORMAL, Event
+
 from kernbench.sim.component import Component, ComponentRegistry
 from kernbench.sim.errors import ComponentError, DeadlockError, MessageError
 from kernbench.sim.fabric import Packet, Route, Transfer, Wire, split_packets
@@ -33,7 +36,17 @@ from kernbench.topology.address import PhysAddr
 from kernbench.topology.errors import KernbenchError
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.routing import AddressResolver, PathRouter
-from simpy.events import Timeout
+
+
+class _Fire(Event):
+    """An already-triggered event that hands one value to one callback when its time comes."""
+
+    def __init__(self, env: simpy.Environment, value: object, callback: Callable) -> None:
+        # NOTE: inlined from Event.__init__ plus succeed(), for performance.
+        self.env = env
+        self.callbacks = [callback]
+        self._value = value
+        self._ok = True
 
 
 class Request:
@@ -95,23 +108,25 @@ class GraphEngine:
 
     ``registry`` binds implementation names to component classes (see
     ``kernbench.components.default_registry()``). ``trace`` records per-hop
-    timestamps of each leg's first packet.
+    timestamps of each leg's first packet. ``router`` lets several engines on
+    one graph share a memoised :class:`PathRouter`.
     """
 
-    def __init__(self, graph: TopologyGraph, registry: ComponentRegistry, *, trace: bool = True) -> None:
+    def __init__(self, graph: TopologyGraph, registry: ComponentRegistry, *, trace: bool = True,
+                 router: PathRouter | None = None) -> None:
         spec = graph.spec
         self.graph = graph
         self.spec = spec
         self.env = simpy.Environment()
         self.resolver = AddressResolver(graph)
-        self.router = PathRouter(graph)
+        self.router = router if router is not None else PathRouter(graph)
         self.flit_bytes = spec.fabric.flit_bytes
         self.packet_bytes = spec.fabric.packet_bytes
         self.control_bytes = spec.fabric.control_bytes
         self.trace_enabled = trace
         self.oplog = OpLog()
         self.events = 0
-        self.wires = {(e.src, e.dst): Wire(e, self.flit_bytes) for e in graph.edges}
+        self.wires: dict[tuple[str, str], Wire] = {}  # created on first use by route()
         self.components: dict[str, Component] = registry.build(self, graph)
         self._routes: dict[tuple[str, ...], Route] = {}
         self._pending: dict[int, Request] = {}
@@ -155,8 +170,10 @@ class GraphEngine:
 
     def link_stats(self) -> list[LinkStats]:
         """Per-wire counters of every directed edge that carried traffic, in graph edge order."""
+        order = self.graph.edge_index
+        used = sorted((w for w in self.wires.values() if w.packets), key=lambda w: order(w.edge.src, w.edge.dst))
         return [LinkStats(w.edge.src, w.edge.dst, w.edge.kind, w.bytes, w.busy_ns, w.packets, w.messages,
-                          w.max_wait_ns) for w in self.wires.values() if w.packets]
+                          w.max_wait_ns) for w in used]
 
     def route(self, nodes: tuple[str, ...]) -> Route:
         """The memoised :class:`Route` for a node path (every node must have a component)."""
@@ -174,7 +191,9 @@ class GraphEngine:
             for a, b in pairwise(nodes):
                 w = self.wires.get((a, b))
                 if w is None:
-                    raise ComponentError(f"no link for {a} → {b}")
+                    if not self.graph.has_edge(a, b):
+                        raise ComponentError(f"no link for {a} → {b}")
+                    w = self.wires[(a, b)] = Wire(self.graph.edge(a, b), self.flit_bytes)
                 wires.append(w)
             r = self._routes[nodes] = Route(nodes, tuple(wires), tuple(comps))
         return r
@@ -195,9 +214,10 @@ class GraphEngine:
         return tr
 
     def _at(self, t: float, value: object, callback: Callable) -> None:
-        # NOTE: a bare Timeout with one callback is the cheapest SimPy event; no process per packet.
-        ev = Timeout(self.env, t - self.env._now, value)
-        ev.callbacks.append(callback)
+        # NOTE: inlined Environment.schedule for a pre-triggered event with one callback -- the cheapest
+        # SimPy event (no process per packet); benchmarks/bench_fabric.py shows the cost of anything more.
+        env = self.env
+        heappush(env._queue, (t, NORMAL, next(env._eid), _Fire(env, value, callback)))
         self.events += 1
 
     def _hop(self, ev: simpy.Event) -> None:
@@ -206,7 +226,7 @@ class GraphEngine:
         route = pkt.route
         h = pkt.hop
         wire = route.wires[h]
-        ready = now + route.comps[h].overhead_ns if h else now
+        ready = now + route.overheads[h] if h else now
         m = pkt.nflits
         flit_ns = wire.flit_ns
         free = wire.free_at
@@ -221,14 +241,14 @@ class GraphEngine:
             d_in = pkt.delta
         delta = d_in if d_in > flit_ns else flit_ns
         nbytes = pkt.nbytes
-        bw = wire.bw
+        serial = nbytes / wire.bw
         if m > 1:
-            end = start + (m - 1) * delta + (nbytes - (m - 1) * self.flit_bytes) / bw
+            end = start + (m - 1) * (delta - flit_ns) + serial
             head = start + flit_ns
         else:
-            end = head = start + nbytes / bw
+            end = head = start + serial
         wire.free_at = end
-        wire.busy_ns += nbytes / bw
+        wire.busy_ns += serial
         wire.bytes += nbytes
         wire.packets += 1
         lat = wire.latency_ns
@@ -249,7 +269,11 @@ class GraphEngine:
                 if r0 > t_next:
                     t_next = r0
             self._at(t_next, nxt, self._hop)
-        self._at(pkt.t_head, pkt, self._hop if h + 1 < route.hops else self._arrive)
+        # NOTE: _at inlined on the hottest line of the simulator.
+        env = self.env
+        heappush(env._queue, (pkt.t_head, NORMAL, next(env._eid),
+                              _Fire(env, pkt, self._hop if h + 1 < route.hops else self._arrive)))
+        self.events += 1
 
     def _arrive(self, ev: simpy.Event) -> None:
         pkt: Packet = ev._value

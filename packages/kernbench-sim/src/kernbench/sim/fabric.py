@@ -57,12 +57,13 @@ class Wire:
 class Route:
     """A resolved path: node ids, the wires between them and the component at each node."""
 
-    __slots__ = ("comps", "hops", "nodes", "wires")
+    __slots__ = ("comps", "hops", "nodes", "overheads", "wires")
 
     def __init__(self, nodes: tuple[str, ...], wires: tuple[Wire, ...], comps: tuple) -> None:
         self.nodes = nodes
         self.wires = wires
         self.comps = comps
+        self.overheads = tuple(c.overhead_ns for c in comps)
         self.hops = len(wires)
 
 

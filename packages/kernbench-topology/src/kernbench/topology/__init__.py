@@ -9,6 +9,7 @@ Typical use::
 
 from kernbench.topology.address import PhysAddr, decode
 from kernbench.topology.compiler import compile_spec, load_topology
+from kernbench.topology.diagrams import emit_diagrams
 from kernbench.topology.errors import AddressError, KernbenchError, RoutingError, SpecError, TopologyError
 from kernbench.topology.graph import Edge, Node, TopologyGraph, View, ViewEdge, ViewNode
 from kernbench.topology.routing import AddressResolver, PathRouter, path_edges
@@ -17,5 +18,6 @@ from kernbench.topology.spec import TopologySpec, load_spec, spec_from_dict
 __all__ = [
     "AddressError", "AddressResolver", "Edge", "KernbenchError", "Node", "PathRouter", "PhysAddr",
     "RoutingError", "SpecError", "TopologyError", "TopologyGraph", "TopologySpec", "View", "ViewEdge",
-    "ViewNode", "compile_spec", "decode", "load_spec", "load_topology", "path_edges", "spec_from_dict",
+    "ViewNode", "compile_spec", "decode", "emit_diagrams", "load_spec", "load_topology", "path_edges",
+    "spec_from_dict",
 ]

@@ -20,15 +20,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kernbench.topology.errors import SpecError
 from kernbench.topology.graph import TopologyGraph, View, ViewEdge, ViewNode
-from matplotlib import rc_context
-from matplotlib.backends.backend_svg import FigureCanvasSVG
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import PathPatch, Rectangle
-from matplotlib.path import Path as MplPath
+
+if TYPE_CHECKING:  # matplotlib is imported on first use, so `import kernbench.topology` stays fast
+    from matplotlib.figure import Figure
 
 __all__ = ["emit_diagrams", "render_view"]
 
@@ -223,18 +221,18 @@ class _Placer:
         inside = max(0.0, min(r[2], lx1) - max(r[0], lx0)) * max(0.0, min(r[3], ly1) - max(r[1], ly0))
         return c + 50.0 * (1 - inside / area)
 
-    def place(self, candidates: list[tuple[float, float, float]], w: float, h: float, own: set[str],
-              own_link: int | None = None) -> tuple[float, float]:
-        """Pick the cheapest (x, y, penalty) centre; record and return it."""
-        best = None
-        for x, y, penalty in candidates:
+    def place(self, candidates: list[tuple[float, float, float, float, float]], own: set[str],
+              own_link: int | None = None) -> int:
+        """Pick the cheapest candidate (x, y, w, h, penalty) centred at (x, y); record it, return its index."""
+        best: tuple[float, int, Rect] | None = None
+        for k, (x, y, w, h, penalty) in enumerate(candidates):
             r = (x - w / 2, y - h / 2, x + w / 2, y + h / 2)
             c = self.cost(r, own, own_link) + penalty
             if best is None or c < best[0]:
-                best = (c, x, y, r)
+                best = (c, k, r)
         assert best is not None
-        self.placed.append(best[3])
-        return best[1], best[2]
+        self.placed.append(best[2])
+        return best[1]
 
 
 def _containers(nodes: dict[str, ViewNode]) -> dict[str, set[str]]:
@@ -258,6 +256,12 @@ def render_view(view: View) -> Figure:
     Links between two routers are labelled once per distinct (distance,
     bandwidth); every other link carries its own label.
     """
+    from matplotlib.backends.backend_svg import FigureCanvasSVG
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import PathPatch, Rectangle
+    from matplotlib.path import Path as MplPath
+
     if not view.nodes:
         raise SpecError(f"view {view.name!r} has no boxes to draw")
     nodes = {n.id: n for n in view.nodes}
@@ -329,17 +333,17 @@ def render_view(view: View) -> Figure:
             continue
         w, h = placer.size(n.label, _NODE_FONT_PT, False)
         if n.id not in holders:
-            x, y = placer.place([(n.x_mm, n.y_mm, 0.0)], w, h, {n.id})
-            ax.text(x, y, n.label, ha="center", va="center", fontsize=_NODE_FONT_PT, zorder=5)
+            placer.place([(n.x_mm, n.y_mm, w, h, 0.0)], {n.id})
+            ax.text(n.x_mm, n.y_mm, n.label, ha="center", va="center", fontsize=_NODE_FONT_PT, zorder=5)
             continue
         mx, my = 0.04 * n.w_mm + w / 2, 0.04 * n.h_mm + h / 2
         left, right = n.x_mm - n.w_mm / 2 + mx, n.x_mm + n.w_mm / 2 - mx
         top, bottom = n.y_mm - n.h_mm / 2 + my, n.y_mm + n.h_mm / 2 - my
         spots = [(n.x_mm, top), (left, top), (right, top), (n.x_mm, bottom), (left, bottom), (right, bottom)]
-        x, y = placer.place([(sx, sy, 0.05 * i) for i, (sx, sy) in enumerate(spots)], w, h, {n.id})
-        ax.text(x, y, n.label, ha="center", va="center", fontsize=_NODE_FONT_PT, fontweight="bold", zorder=5)
+        k = placer.place([(sx, sy, w, h, 0.05 * i) for i, (sx, sy) in enumerate(spots)], {n.id})
+        ax.text(*spots[k], n.label, ha="center", va="center", fontsize=_NODE_FONT_PT, fontweight="bold", zorder=5)
 
-    # Link labels: along the link, preferring its middle and the stretch between boxes.
+    # Link labels: along the link (or just beside it), preferring its middle and the stretch between boxes.
     for i, link in enumerate(links):
         if not labelled[i]:
             continue
@@ -348,32 +352,39 @@ def render_view(view: View) -> Figure:
         text = link.label()
         line = polylines[i]
         (ax_, ay_), (bx_, by_) = line[0], line[-1]
+        w, h = placer.size(text, _EDGE_FONT_PT, False)
+        gap = 0.15 * h
+        cands: list[tuple[float, float, float, float, float]] = []
+        rots: list[int] = []
         if (ax_, ay_) == (bx_, by_):  # zero length: beside the smaller box at that point
-            w, h = placer.size(text, _EDGE_FONT_PT, False)
             s = na if na.w_mm * na.h_mm <= nb.w_mm * nb.h_mm else nb
-            gap = 0.15 * h
             spots = [(s.x_mm, s.y_mm + s.h_mm / 2 + gap + h / 2), (s.x_mm, s.y_mm - s.h_mm / 2 - gap - h / 2),
                      (s.x_mm + s.w_mm / 2 + gap + w / 2, s.y_mm), (s.x_mm - s.w_mm / 2 - gap - w / 2, s.y_mm)]
-            x, y = placer.place([(sx, sy, 0.05 * k) for k, (sx, sy) in enumerate(spots)], w, h, own, i)
-            ax.text(x, y, text, ha="center", va="center", fontsize=_EDGE_FONT_PT, zorder=6, bbox=_LABEL_BOX)
-            continue
-        vertical = abs(bx_ - ax_) < 0.25 * abs(by_ - ay_)
-        horizontal = abs(by_ - ay_) < 0.25 * abs(bx_ - ax_)
-        w, h = placer.size(text, _EDGE_FONT_PT, vertical)
-        cands = []
-        for k, t in enumerate(_LABEL_TS):
-            if ctrls[i] is None:
-                px, py = ax_ + t * (bx_ - ax_), ay_ + t * (by_ - ay_)
-            else:
-                px, py = _curve_point(line[0], ctrls[i], line[-1], t)
-            cands.append((px, py, 0.02 * k))
-            if vertical:
-                cands += [(px + (w / 2 + 0.1 * w), py, 0.4 + 0.02 * k), (px - (w / 2 + 0.1 * w), py, 0.4 + 0.02 * k)]
-            elif horizontal:
-                cands += [(px, py - (h / 2 + 0.1 * h), 0.4 + 0.02 * k), (px, py + (h / 2 + 0.1 * h), 0.4 + 0.02 * k)]
-        x, y = placer.place(cands, w, h, own, i)
-        ax.text(x, y, text, ha="center", va="center", rotation=90 if vertical else 0, fontsize=_EDGE_FONT_PT,
-                zorder=6, bbox=_LABEL_BOX)
+            cands = [(sx, sy, w, h, 0.05 * k) for k, (sx, sy) in enumerate(spots)]
+            rots = [0] * len(cands)
+        else:
+            vertical = abs(bx_ - ax_) < 0.25 * abs(by_ - ay_)
+            horizontal = abs(by_ - ay_) < 0.25 * abs(bx_ - ax_)
+            for k, t in enumerate(_LABEL_TS):
+                if ctrls[i] is None:
+                    px, py = ax_ + t * (bx_ - ax_), ay_ + t * (by_ - ay_)
+                else:
+                    px, py = _curve_point(line[0], ctrls[i], line[-1], t)
+                pen = 0.02 * k
+                if vertical:  # text along the link, else level text to either side of it
+                    cands += [(px, py, h, w, pen), (px + w / 2 + gap, py, w, h, 0.3 + pen),
+                              (px - w / 2 - gap, py, w, h, 0.3 + pen)]
+                    rots += [90, 0, 0]
+                elif horizontal:  # on the link, else just above or below it
+                    cands += [(px, py, w, h, pen), (px, py - h / 2 - gap, w, h, 0.3 + pen),
+                              (px, py + h / 2 + gap, w, h, 0.3 + pen)]
+                    rots += [0, 0, 0]
+                else:
+                    cands.append((px, py, w, h, pen))
+                    rots.append(0)
+        k = placer.place(cands, own, i)
+        ax.text(cands[k][0], cands[k][1], text, ha="center", va="center", rotation=rots[k],
+                fontsize=_EDGE_FONT_PT, zorder=6, bbox=_LABEL_BOX)
 
     kinds = list(dict.fromkeys(n.kind for n in view.nodes))
     handles = [Rectangle((0, 0), 1, 1, facecolor=_colour(k), edgecolor="#404040", linewidth=0.8) for k in kinds]
@@ -409,6 +420,8 @@ def emit_diagrams(graph: TopologyGraph, out_dir: str | Path, views: Iterable[str
     if unknown:
         raise SpecError(f"unknown diagram view(s) {', '.join(repr(n) for n in unknown)}; "
                         f"valid views are: {', '.join(graph.views)}")
+    from matplotlib import rc_context
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []

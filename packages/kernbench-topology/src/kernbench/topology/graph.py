@@ -90,7 +90,7 @@ class TopologyGraph:
     Immutable after construction; one instance can back many engines.
     """
 
-    __slots__ = ("_edge_map", "_out", "edges", "mesh", "mesh_path", "nodes", "spec", "views")
+    __slots__ = ("_edge_map", "_edge_pos", "_out", "edges", "mesh", "mesh_path", "nodes", "spec", "views")
 
     def __init__(self, spec: TopologySpec, mesh: CubeMesh, mesh_path: Path | None,
                  nodes: dict[str, Node], edges: list[Edge], views: dict[str, View]) -> None:
@@ -101,6 +101,7 @@ class TopologyGraph:
         self.edges: tuple[Edge, ...] = tuple(edges)
         self.views: Mapping[str, View] = MappingProxyType(views)
         self._edge_map = {(e.src, e.dst): e for e in self.edges}
+        self._edge_pos = {(e.src, e.dst): i for i, e in enumerate(self.edges)}
         out: dict[str, list[Edge]] = {n: [] for n in nodes}
         for e in self.edges:
             out[e.src].append(e)
@@ -112,6 +113,10 @@ class TopologyGraph:
             return self._edge_map[(src, dst)]
         except KeyError:
             raise TopologyError(f"no link for {src} → {dst}") from None
+
+    def edge_index(self, src: str, dst: str) -> int:
+        """Position of the edge ``src -> dst`` in :attr:`edges`."""
+        return self._edge_pos[(src, dst)]
 
     def has_edge(self, src: str, dst: str) -> bool:
         """Whether the directed edge ``src -> dst`` exists."""

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import yaml
+
 from kernbench.topology.spec import TopologySpec
 
 MESH_FORMAT = 1

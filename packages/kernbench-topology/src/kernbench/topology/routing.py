@@ -17,8 +17,10 @@ host memory     as M_CPU DMA (host traffic never enters a PE pipeline)
 ==============  ==============================================================
 
 Dijkstra runs on ``routing_weight_mm``; ties resolve by edge insertion order
-(a heap of ``(distance, sequence)``), so paths are deterministic. A search
-tree is computed once per (adjacency, source) and every path is memoised.
+(a heap of ``(distance, sequence)``), so paths are deterministic. Each
+adjacency is built on first use; a search tree is computed once per
+(adjacency, source) and every path is memoised. One router can serve many
+engines on the same graph.
 """
 
 from __future__ import annotations
@@ -139,11 +141,7 @@ class PathRouter:
 
     def __init__(self, graph: TopologyGraph) -> None:
         self._graph = graph
-        self._adj: dict[str, dict[str, list[tuple[str, float]]]] = {name: {} for name in _EXCLUDE}
-        for e in graph.edges:
-            for name, excluded in _EXCLUDE.items():
-                if e.kind not in excluded:
-                    self._adj[name].setdefault(e.src, []).append((e.dst, e.routing_weight_mm))
+        self._adj: dict[str, dict[str, list[tuple[str, float]]]] = {}
         self._trees: dict[tuple[str, str], tuple[dict[str, float], dict[str, str]]] = {}
         self._paths: dict[tuple[str, str, str], tuple[tuple[str, ...], float]] = {}
 
@@ -171,6 +169,17 @@ class PathRouter:
         return self._path(intent, src, dst)
 
     # ------------------------------------------------------------- search
+    def _adjacency(self, name: str) -> dict[str, list[tuple[str, float]]]:
+        """The adjacency of one intent, built on first use (edge insertion order kept)."""
+        adj = self._adj.get(name)
+        if adj is None:
+            excluded = _EXCLUDE[name]
+            adj = self._adj[name] = {}
+            for e in self._graph.edges:
+                if e.kind not in excluded:
+                    adj.setdefault(e.src, []).append((e.dst, e.routing_weight_mm))
+        return adj
+
     def _path(self, adj: str, src: str, dst: str) -> tuple[tuple[str, ...], float]:
         key = (adj, src, dst)
         hit = self._paths.get(key)
@@ -181,7 +190,7 @@ class PathRouter:
                 raise RoutingError(f"node {n} not found in topology {self._graph.spec.name!r}")
         tree = self._trees.get((adj, src))
         if tree is None:
-            tree = self._trees[(adj, src)] = _dijkstra(self._adj[adj], src)
+            tree = self._trees[(adj, src)] = _dijkstra(self._adjacency(adj), src)
         dist, prev = tree
         if dst not in dist:
             raise RoutingError(f"no path from {src} to {dst}")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from kernbench.topology.errors import SpecError
 
 SIP_TOPOLOGIES = ("ring_1d", "torus_2d", "mesh_2d_no_wrap")

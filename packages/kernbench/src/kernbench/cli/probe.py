@@ -22,8 +22,8 @@ bottleneck is one wire (the SRAM link) and checks that they share it.
 from __future__ import annotations
 
 import math
-from itertools import pairwise
 from dataclasses import asdict, dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 from kernbench.components import default_registry
@@ -140,7 +140,7 @@ class _Probe:
         self.registry = default_registry()
 
     def engine(self) -> GraphEngine:
-        return GraphEngine(self.graph, self.registry)
+        return GraphEngine(self.graph, self.registry, router=self.router)
 
     # ------------------------------------------------------------ running
     def submit(self, engine: GraphEngine, case: _Case, nbytes: int) -> tuple[Request, tuple[str, ...]]:
