@@ -103,12 +103,12 @@ def _pair_links(edges: Iterable[ViewEdge]) -> list[_Link]:
     return links
 
 
-def _contains(n: ViewNode, x: float, y: float, shrink: float = 0.0) -> bool:
-    return abs(x - n.x_mm) < n.w_mm / 2 - shrink and abs(y - n.y_mm) < n.h_mm / 2 - shrink
+def _contains(n: ViewNode, x: float, y: float) -> bool:
+    return abs(x - n.x_mm) < n.w_mm / 2 and abs(y - n.y_mm) < n.h_mm / 2
 
 
 def _bezier(p0: tuple[float, float], p2: tuple[float, float], rad: float) -> tuple[float, float]:
-    """Control point of a quadratic curve bowing ``rad`` × length to the left of p0→p2."""
+    """Control point of a quadratic curve bowing sideways by ``rad`` × the p0→p2 length (sign picks the side)."""
     mx, my = (p0[0] + p2[0]) / 2, (p0[1] + p2[1]) / 2
     dx, dy = p2[0] - p0[0], p2[1] - p0[1]
     return mx - rad * dy, my + rad * dx

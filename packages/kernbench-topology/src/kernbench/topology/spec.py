@@ -459,6 +459,16 @@ def _check_consistency(spec: TopologySpec) -> None:
     if sips.topology != "ring_1d" and rows * cols != sips.count:
         raise SpecError(f"{src}: field 'system.sips.grid' = {list(sips.grid)!r} holds {rows * cols} SIPs "
                         f"but system.sips.count = {sips.count}; make rows*cols equal the count")
+    # The 51-bit address layout (address.py) bounds what a topology may hold.
+    for what, value, limit, where in (
+            ("cubes per SIP", spec.cubes_per_sip, 32, "sip.cube_mesh.w * sip.cube_mesh.h"),
+            ("PEs per cube", spec.pes_per_cube, 32, "cube.pe_layout"),
+            ("HBM bytes per cube", int(spec.cube.hbm.capacity_gib * (1 << 30)), 1 << 39, "cube.hbm.capacity_gib"),
+            ("TCM bytes", int(spec.pe.tcm.capacity_mib * (1 << 20)), 1 << 34, "pe.tcm.capacity_mib"),
+            ("SRAM bytes", int(spec.cube.sram.capacity_mib * (1 << 20)), 1 << 34, "cube.sram.capacity_mib")):
+        if value > limit:
+            raise SpecError(f"{src}: {where} gives {value} {what}, more than the physical address layout can "
+                            f"name ({limit}); reduce it (see adr/0003)")
     attach = spec.sip.io.attach_cube
     if attach >= spec.cubes_per_sip or attach % spec.sip.cube_mesh.w:
         raise SpecError(f"{src}: field 'sip.io.attach_cube' = {attach} is invalid; expected the index of "

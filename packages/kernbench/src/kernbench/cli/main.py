@@ -27,7 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--json", action="store_true", help="print results as JSON")
     pr.add_argument("--strict", action="store_true", help="exit 1 when an invariant fails")
     for sp in (t, pr):
-        sp.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+        sp.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return p
 
 

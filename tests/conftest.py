@@ -1,0 +1,33 @@
+"""Shared fixtures for the end-to-end tests: run the real `kernbench` command."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_TOPOLOGY = ROOT / "topologies" / "topology.yaml"
+
+
+def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """Run ``python -m kernbench.cli.main ARGS`` and capture its output."""
+    return subprocess.run([sys.executable, "-m", "kernbench.cli.main", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.fixture
+def topo_copy(tmp_path: Path) -> Path:
+    """A private copy of the default topology (its mesh cache is written beside it)."""
+    dst = tmp_path / "topology.yaml"
+    shutil.copy(DEFAULT_TOPOLOGY, dst)
+    return dst
+
+
+@pytest.fixture(scope="session")
+def cli():
+    """The :func:`run_cli` helper, as a fixture."""
+    return run_cli
