@@ -309,6 +309,9 @@ class GraphEngine:
     # ------------------------------------------------------------------ message starters
     def _start(self, req: Request, src: str, path: tuple[str, ...], op_name: str, addr: PhysAddr,
                write: bool) -> None:
+        if len(path) < 2:
+            raise MessageError(f"{type(req.msg).__name__} from {src} targets {src} itself; a transfer needs a "
+                               f"destination on another node")
         route = self.route(path)
         req.source = src
         req.op_name = op_name

@@ -108,7 +108,8 @@ def _columns(xs: list[float], max_spacing: float) -> list[float]:
         if gap > max_spacing:
             n_relay = math.ceil(gap / max_spacing) - 1
             step = gap / (n_relay + 1)
-            out.extend(round(out[-1] + step * k, 6) for k in range(1, n_relay + 1))
+            left = out[-1]
+            out.extend(round(left + step * k, 6) for k in range(1, n_relay + 1))
         out.append(x)
     return out
 

@@ -16,6 +16,9 @@ M_CPU DMA       ``command`` and the PE pipeline (``pe_internal``,
 host memory     as M_CPU DMA (host traffic never enters a PE pipeline)
 ==============  ==============================================================
 
+Between cubes, routes are XY: a path may only use the cubes of the
+X-then-Y walk from the source cube to the destination cube (through the IO
+chiplet's cube when it leaves or enters a SIP); inside that corridor
 Dijkstra runs on ``routing_weight_mm``; ties resolve by edge insertion order
 (a heap of ``(distance, sequence)``), so paths are deterministic. Each
 adjacency is built on first use; a search tree is computed once per
@@ -26,7 +29,7 @@ engines on the same graph.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import pairwise
 
 from kernbench.topology import naming as nm
@@ -137,11 +140,12 @@ class AddressResolver:
 class PathRouter:
     """Deterministic shortest paths per routing intent, memoised."""
 
-    __slots__ = ("_adj", "_graph", "_paths", "_trees")
+    __slots__ = ("_adj", "_cube_of", "_graph", "_paths", "_trees")
 
     def __init__(self, graph: TopologyGraph) -> None:
         self._graph = graph
         self._adj: dict[str, dict[str, list[tuple[str, float]]]] = {}
+        self._cube_of: dict[str, tuple[int, int]] | None = None
         self._trees: dict[tuple[str, str], tuple[dict[str, float], dict[str, str]]] = {}
         self._paths: dict[tuple[str, str, str], tuple[tuple[str, ...], float]] = {}
 
@@ -180,6 +184,48 @@ class PathRouter:
                     adj.setdefault(e.src, []).append((e.dst, e.routing_weight_mm))
         return adj
 
+    def _cube_index(self) -> dict[str, tuple[int, int]]:
+        """Node id -> (sip, cube) for every node inside a cube (built once)."""
+        if self._cube_of is None:
+            out = {}
+            for n in self._graph.nodes:
+                loc = nm.locate(n)
+                if loc.cube is not None:
+                    out[n] = (loc.sip, loc.cube)
+            self._cube_of = out
+        return self._cube_of
+
+    def _corridor(self, src: str, dst: str) -> frozenset[tuple[int, int]] | None:
+        """The cubes an X-then-Y route may use between two nodes, or None within one cube/outside cubes.
+
+        Between cubes of one SIP the route moves along the cube row first, then
+        the column. Leaving or entering a SIP, it runs XY to or from the cube
+        the IO chiplet attaches to.
+        """
+        a, b = nm.locate(src), nm.locate(dst)
+        if a.cube is None and b.cube is None:
+            return None
+        if a.sip == b.sip and a.cube == b.cube:
+            return None
+        io = self._graph.spec.sip.io.attach_cube
+        if a.cube is not None and b.cube is not None and a.sip == b.sip:
+            legs = [(a.sip, a.cube, b.cube)]
+        else:
+            legs = []
+            if a.cube is not None:
+                legs.append((a.sip, a.cube, io))
+            if b.cube is not None:
+                legs.append((b.sip, io, b.cube))
+        w = self._graph.spec.sip.cube_mesh.w
+        cubes = set()
+        for sip, c0, c1 in legs:
+            (r0, x0), (r1, x1) = divmod(c0, w), divmod(c1, w)
+            step = 1 if x1 >= x0 else -1
+            cubes.update((sip, r0 * w + x) for x in range(x0, x1 + step, step))
+            step = 1 if r1 >= r0 else -1
+            cubes.update((sip, r * w + x1) for r in range(r0, r1 + step, step))
+        return frozenset(cubes)
+
     def _path(self, adj: str, src: str, dst: str) -> tuple[tuple[str, ...], float]:
         key = (adj, src, dst)
         hit = self._paths.get(key)
@@ -188,9 +234,15 @@ class PathRouter:
         for n in (src, dst):
             if n not in self._graph.nodes:
                 raise RoutingError(f"node {n} not found in topology {self._graph.spec.name!r}")
-        tree = self._trees.get((adj, src))
-        if tree is None:
-            tree = self._trees[(adj, src)] = _dijkstra(self._adjacency(adj), src)
+        corridor = self._corridor(src, dst)
+        if corridor is None:
+            tree = self._trees.get((adj, src))
+            if tree is None:
+                tree = self._trees[(adj, src)] = _dijkstra(self._adjacency(adj), src)
+        else:
+            cube_of = self._cube_index()
+            tree = _dijkstra(self._adjacency(adj), src, dst,
+                             lambda n: (c := cube_of.get(n)) is None or c in corridor)
         dist, prev = tree
         if dst not in dist:
             raise RoutingError(f"no path from {src} to {dst}")
@@ -202,7 +254,9 @@ class PathRouter:
         return result
 
 
-def _dijkstra(adj: dict[str, list[tuple[str, float]]], src: str) -> tuple[dict[str, float], dict[str, str]]:
+def _dijkstra(adj: dict[str, list[tuple[str, float]]], src: str, goal: str | None = None,
+              allowed: Callable[[str], bool] | None = None) -> tuple[dict[str, float], dict[str, str]]:
+    """Shortest-path tree from ``src`` (stops at ``goal``; skips nodes ``allowed`` rejects)."""
     dist = {src: 0.0}
     prev: dict[str, str] = {}
     seq = 0
@@ -213,7 +267,11 @@ def _dijkstra(adj: dict[str, list[tuple[str, float]]], src: str) -> tuple[dict[s
         if node in done:
             continue
         done.add(node)
+        if node == goal:
+            break
         for nb, w in adj.get(node, ()):
+            if allowed is not None and not allowed(nb):
+                continue
             nd = d + w
             if nd < dist.get(nb, float("inf")):
                 dist[nb] = nd

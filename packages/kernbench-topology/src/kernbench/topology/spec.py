@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +51,7 @@ class SipsSpec:
 
     count: int = _f(2, "number of SIPs on the tray", lo=1, hi=16)
     topology: str = _f("ring_1d", "logical SIP topology", choices=SIP_TOPOLOGIES)
-    grid: tuple[int, int] = _f((1, 2), "SIP grid [rows, cols] for 2D topologies; rows*cols == count")
+    grid: tuple[int, int] = _f((1, 2), "SIP grid [rows, cols] for 2D topologies; rows*cols == count", lo=1)
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ class GeometrySpec:
 class PeLayoutSpec:
     """Where PEs sit on the cube die (mesh-layout input)."""
 
-    corners: tuple[str, ...] = _f(CORNERS, "corners that hold PEs, from NW NE SW SE")
+    corners: tuple[str, ...] = _f(CORNERS, "corners that hold PEs, from NW NE SW SE", choices=CORNERS)
     pe_per_corner: int = _f(2, "PEs per corner", lo=1, hi=4)
 
 
@@ -417,6 +418,8 @@ class _Loader:
         choices = meta.get("choices")
         if choices and value not in choices:
             raise self.fail(path, raw, expected)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.fail(path, raw, expected)
         if isinstance(value, (int, float)):
             lo, hi = meta.get("lo"), meta.get("hi")
             if (meta.get("positive") and value <= 0) or (lo is not None and value < lo) or (
@@ -435,7 +438,7 @@ class _Loader:
             if len(raw) != len(args):
                 raise self.fail(path, raw, expected)
             elem_types = list(args)
-        elem_meta = {"choices": meta.get("choices")}
+        elem_meta = {k: meta.get(k) for k in ("choices", "lo", "hi", "positive")}
         return tuple(self.scalar(t, elem_meta, item, f"{path}[{i}]")
                      for i, (t, item) in enumerate(zip(elem_types, raw, strict=True)))
 
@@ -478,6 +481,8 @@ def _check_consistency(spec: TopologySpec) -> None:
     if hbm.pseudo_channels % spec.pes_per_cube:
         raise SpecError(f"{src}: field 'cube.hbm.pseudo_channels' = {hbm.pseudo_channels} is invalid; "
                         f"expected a multiple of the {spec.pes_per_cube} PEs per cube")
+    if not spec.cube.pe_layout.corners:
+        raise SpecError(f"{src}: field 'cube.pe_layout.corners' is empty; list at least one of NW NE SW SE")
     if len(set(spec.cube.pe_layout.corners)) != len(spec.cube.pe_layout.corners):
         raise SpecError(f"{src}: field 'cube.pe_layout.corners' repeats a corner; list each at most once")
     if spec.fabric.packet_bytes % spec.fabric.flit_bytes:
