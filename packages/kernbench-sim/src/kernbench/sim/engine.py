@@ -53,7 +53,8 @@ class Request:
     """A submitted message: correlation id, timing, hop trace and completion event.
 
     ``trace`` holds ``(leg, node, t_in, t_out)`` for the first packet of each
-    leg (``"fwd"`` for the request, ``"ret"`` for a read's data), in ns.
+    leg, in ns; ``leg`` is the transfer kind: ``"write"``, or ``"read_cmd"``
+    then ``"read_data"`` for a read.
     """
 
     __slots__ = (
@@ -91,7 +92,11 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class LinkStats:
-    """Counters of one directed wire after a run (bytes, ns)."""
+    """Counters of one directed wire after a run (bytes, ns).
+
+    ``busy_ns`` is the time the wire was held by packets (first flit start to
+    last flit end), which exceeds ``bytes / bw`` when flits arrived spaced by
+    a slower upstream link; ``max_wait_ns`` is the worst queueing delay."""
 
     src: str
     dst: str
@@ -155,8 +160,8 @@ class GraphEngine:
         if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes <= 0:
             raise MessageError(f"{type(msg).__name__}.nbytes must be a positive integer, got {nbytes!r}")
         req = Request(self._next_corr, msg, self.env.now, self.env.event())
-        self._next_corr += 1
         starter(req)  # raises before anything is scheduled if the message cannot be routed
+        self._next_corr += 1
         self._pending[req.corr_id] = req
         return req
 
@@ -248,7 +253,7 @@ class GraphEngine:
         else:
             end = head = start + serial
         wire.free_at = end
-        wire.busy_ns += serial
+        wire.busy_ns += end - start
         wire.bytes += nbytes
         wire.packets += 1
         lat = wire.latency_ns

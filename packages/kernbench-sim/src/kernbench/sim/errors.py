@@ -14,4 +14,8 @@ class DeadlockError(KernbenchError):
 
 
 class MessageError(KernbenchError):
-    """A submitted message is malformed (bad size, unroutable address, wrong endpoint)."""
+    """A submitted message is malformed: unsupported type, non-positive size, or no distinct destination.
+
+    Addresses that decode to nothing modeled raise ``AddressError``; unreachable
+    destinations raise ``RoutingError``.
+    """
