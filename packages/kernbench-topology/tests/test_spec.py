@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from kernbench.topology import SpecError, TopologySpec, load_spec, spec_from_dict
 from kernbench.topology.spec import DEFAULT_COMPONENTS, field_docs
 
@@ -395,27 +396,49 @@ def test_repeated_corner():
     _raises({"cube": {"pe_layout": {"corners": ["NW", "NW"]}}}, "cube.pe_layout.corners", "repeats")
 
 
-# --------------------------------------------------------------------------- known validation gaps (source bugs)
+# --------------------------------------------------------------------------- element checks
 
 
-@pytest.mark.xfail(strict=True, reason="source bug: cube.pe_layout.corners declares no choices, so any string "
-                                       "is accepted (and 'N' crashes the mesh generator with IndexError)")
 def test_invalid_corner_name_rejected():
-    _raises({"cube": {"pe_layout": {"corners": ["NW", "XX"]}}}, "cube.pe_layout.corners")
+    _raises({"cube": {"pe_layout": {"corners": ["NW", "XX"]}}}, "cube.pe_layout.corners[1]", "'XX'",
+            "'NW'", "'NE'", "'SW'", "'SE'")
+    _raises({"cube": {"pe_layout": {"corners": ["N"]}}}, "cube.pe_layout.corners[0]", "'N'")
 
 
-@pytest.mark.xfail(strict=True, raises=ZeroDivisionError,
-                   reason="source bug: empty corners -> 0 PEs per cube -> ZeroDivisionError, not SpecError")
+@pytest.mark.parametrize("grid, index", [([-2, -3], 0), ([0, 2], 0), ([2, 0], 1)])
+def test_grid_elements_range_checked(grid, index):
+    # [-2, -3] would satisfy rows * cols == count; each element must be >= 1 on its own.
+    _raises({"system": {"sips": {"count": 6, "topology": "torus_2d", "grid": grid}}},
+            f"system.sips.grid[{index}]", ">= 1")
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_non_finite_numbers_rejected(value):
+    _raises({"cube": {"noc": {"link_bw_gbs": value}}}, "cube.noc.link_bw_gbs")
+    _raises({"system": {"pcie": {"latency_ns": value}}}, "system.pcie.latency_ns")
+
+
 def test_empty_corners_rejected():
     _raises({"cube": {"pe_layout": {"corners": []}}}, "cube.pe_layout.corners")
 
 
-@pytest.mark.xfail(strict=True, reason="source bug: grid elements are not range-checked; "
-                                       "[-2, -3] passes rows*cols == count")
-def test_negative_grid_rejected():
-    _raises({"system": {"sips": {"count": 6, "topology": "torus_2d", "grid": [-2, -3]}}}, "system.sips.grid")
+# --------------------------------------------------------------------------- address-layout limits (adr/0003)
 
 
-@pytest.mark.xfail(strict=True, reason="source bug: NaN passes the '> 0' / '>= 0' checks (comparisons are False)")
-def test_nan_rejected():
-    _raises({"cube": {"noc": {"link_bw_gbs": math.nan}}}, "cube.noc.link_bw_gbs")
+def test_cube_count_limit():
+    # 5 bits of cube id: 32 cubes per SIP fit, 36 do not.
+    assert spec_from_dict({"sip": {"cube_mesh": {"w": 8, "h": 4}}}).cubes_per_sip == 32
+    _raises({"sip": {"cube_mesh": {"w": 6, "h": 6}}}, "36", "32")
+
+
+def test_hbm_capacity_limit():
+    # 39-bit HBM offset: 512 GiB fits exactly, 513 GiB does not.
+    assert spec_from_dict({"cube": {"hbm": {"capacity_gib": 512.0}}}).hbm_slice_bytes == 64 * GIB
+    _raises({"cube": {"hbm": {"capacity_gib": 513.0}}}, "cube.hbm.capacity_gib", str(1 << 39))
+
+
+def test_tcm_and_sram_capacity_limits():
+    # 34-bit unit offset: 16384 MiB = 2**34 bytes fits, one MiB more does not.
+    assert spec_from_dict({"pe": {"tcm": {"capacity_mib": 16384.0}}}).pe.tcm.capacity_mib == 16384.0
+    _raises({"pe": {"tcm": {"capacity_mib": 16385.0}}}, "pe.tcm.capacity_mib", str(1 << 34))
+    _raises({"cube": {"sram": {"capacity_mib": 16385.0}}}, "cube.sram.capacity_mib", str(1 << 34))

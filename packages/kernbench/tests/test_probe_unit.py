@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -53,7 +54,7 @@ def test_unknown_case_is_an_error(default_graph) -> None:
 def test_sweep_utilisation_rises_with_size(default_graph) -> None:
     res = run_probe(default_graph, "pe-local-hbm")
     utils = [r["util_pct"] for r in res.sweep]
-    assert len(utils) == 5 and all(a < b for a, b in zip(utils, utils[1:], strict=False))
+    assert len(utils) == 5 and all(a < b for a, b in itertools.pairwise(utils))
     assert utils[-1] <= 100.0
 
 

@@ -75,12 +75,16 @@ class _Builder:
     def node(self, node_id: str, node_type: str, x: float, y: float, **attrs: object) -> None:
         self.nodes[node_id] = Node(node_id, node_type, round(x, 6), round(y, 6), MappingProxyType(attrs))
 
-    def link(self, a: str, b: str, kind: str, bw: float, *, fixed_ns: float = 0.0,
+    def link(self, a: str, b: str, kind: str, bw: float, *, fixed_ns: float | None = None,
              weight: float | None = None, kind_back: str | None = None, bw_back: float | None = None) -> None:
-        """Add a -> b (kind) and b -> a (kind_back or kind)."""
+        """Add a -> b (kind) and b -> a (kind_back or kind).
+
+        On-die links take their latency from their length (``wire_ns_per_mm``);
+        off-die links (PCIe, UCIe crossings) take exactly ``fixed_ns``.
+        """
         na, nb = self.nodes[a], self.nodes[b]
         dist = round(math.hypot(na.x_mm - nb.x_mm, na.y_mm - nb.y_mm), 6)
-        lat = round(fixed_ns + dist * self.spec.cube.noc.wire_ns_per_mm, 6)
+        lat = round(dist * self.spec.cube.noc.wire_ns_per_mm if fixed_ns is None else fixed_ns, 6)
         w = dist if weight is None else weight
         self.edges.append(Edge(a, b, kind, bw, lat, dist, w))
         self.edges.append(Edge(b, a, kind_back or kind, bw if bw_back is None else bw_back, lat, dist, w))

@@ -21,8 +21,9 @@ X-then-Y walk from the source cube to the destination cube (through the IO
 chiplet's cube when it leaves or enters a SIP); inside that corridor
 Dijkstra runs on ``routing_weight_mm``; ties resolve by edge insertion order
 (a heap of ``(distance, sequence)``), so paths are deterministic. Each
-adjacency is built on first use; a search tree is computed once per
-(adjacency, source) and every path is memoised. One router can serve many
+adjacency is built on first use; within a cube (or outside cubes) a search
+tree is computed once per (adjacency, source); a cross-cube path searches
+its corridor once per (adjacency, source, destination); every path is memoised. One router can serve many
 engines on the same graph.
 """
 

@@ -457,6 +457,8 @@ def _join(path: str, name: str) -> str:
 
 def _check_consistency(spec: TopologySpec) -> None:
     src = spec.source
+    if not spec.cube.pe_layout.corners:
+        raise SpecError(f"{src}: field 'cube.pe_layout.corners' is empty; list at least one of NW NE SW SE")
     sips = spec.system.sips
     rows, cols = sips.grid
     if sips.topology != "ring_1d" and rows * cols != sips.count:
@@ -481,8 +483,6 @@ def _check_consistency(spec: TopologySpec) -> None:
     if hbm.pseudo_channels % spec.pes_per_cube:
         raise SpecError(f"{src}: field 'cube.hbm.pseudo_channels' = {hbm.pseudo_channels} is invalid; "
                         f"expected a multiple of the {spec.pes_per_cube} PEs per cube")
-    if not spec.cube.pe_layout.corners:
-        raise SpecError(f"{src}: field 'cube.pe_layout.corners' is empty; list at least one of NW NE SW SE")
     if len(set(spec.cube.pe_layout.corners)) != len(spec.cube.pe_layout.corners):
         raise SpecError(f"{src}: field 'cube.pe_layout.corners' repeats a corner; list each at most once")
     if spec.fabric.packet_bytes % spec.fabric.flit_bytes:

@@ -1,0 +1,29 @@
+"""Fixtures of the component tests: the default topology (2 SIPs of 4 x 4 cubes) and fresh engines."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernbench.components import default_registry
+from kernbench.sim import GraphEngine
+from kernbench.topology import AddressResolver, compile_spec, spec_from_dict
+
+
+@pytest.fixture(scope="session")
+def graph():
+    return compile_spec(spec_from_dict({}))
+
+
+@pytest.fixture(scope="session")
+def resolver(graph):
+    return AddressResolver(graph)
+
+
+@pytest.fixture
+def make_engine(graph):
+    """Factory of fresh engines with the built-in components on the default topology."""
+
+    def make(reg=None, *, trace=True):
+        return GraphEngine(graph, reg or default_registry(), trace=trace)
+
+    return make
