@@ -406,3 +406,17 @@ def test_request_level_op_records(make_engine, resolver):
         assert rec.params["nbytes"] == req.msg.nbytes
     assert by_corr[reqs[4].corr_id].component_id == "sip0.cube1.m_cpu"
     assert by_corr[reqs[2].corr_id].component_id == "sip0.cube0.pe1.pe_dma"
+
+
+def test_link_stats_can_cover_every_directed_edge(make_engine, small_graph):
+    from kernbench.sim import MemoryWriteMsg
+    from kernbench.topology import AddressResolver
+
+    eng = make_engine()
+    eng.submit(MemoryWriteMsg(AddressResolver(small_graph).hbm_addr(0, 0, 0), 4096))
+    eng.run()
+    every = eng.link_stats(include_idle=True)
+    assert [(s.src, s.dst) for s in every] == [(e.src, e.dst) for e in small_graph.edges]
+    used = eng.link_stats()
+    assert [s for s in every if s.packets] == used
+    assert sum(s.bytes for s in every) == 4096 * len(used)

@@ -173,8 +173,15 @@ class GraphEngine:
                               for r in self._pending.values())
             raise DeadlockError(f"event queue empty but {len(self._pending)} request(s) never completed: {stuck}")
 
-    def link_stats(self) -> list[LinkStats]:
-        """Per-wire counters of every directed edge that carried traffic, in graph edge order."""
+    def link_stats(self, include_idle: bool = False) -> list[LinkStats]:
+        """Per-wire counters in graph edge order: every wire that carried traffic, or every edge."""
+        if include_idle:
+            out = []
+            for e in self.graph.edges:
+                w = self.wires.get((e.src, e.dst))
+                out.append(LinkStats(e.src, e.dst, e.kind, w.bytes, w.busy_ns, w.packets, w.messages, w.max_wait_ns)
+                           if w is not None else LinkStats(e.src, e.dst, e.kind, 0, 0.0, 0, 0, 0.0))
+            return out
         order = self.graph.edge_index
         used = sorted((w for w in self.wires.values() if w.packets), key=lambda w: order(w.edge.src, w.edge.dst))
         return [LinkStats(w.edge.src, w.edge.dst, w.edge.kind, w.bytes, w.busy_ns, w.packets, w.messages,
