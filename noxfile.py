@@ -20,6 +20,7 @@ PACKAGES = {
     "kernbench-topology": [],
     "kernbench-sim": ["kernbench-topology"],
     "kernbench-components": ["kernbench-topology", "kernbench-sim"],
+    "kernbench-runtime": ["kernbench-topology", "kernbench-sim", "kernbench-components"],
     "kernbench": ["kernbench-topology", "kernbench-sim", "kernbench-components"],
 }
 TEST_DEPS = ["pytest>=8", "hypothesis>=6"]

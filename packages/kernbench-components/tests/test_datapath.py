@@ -79,9 +79,11 @@ def test_default_registry_binds_every_default_component_name(graph):
     reg = default_registry()
     assert reg.names == sorted(name for name, _ in BUILTIN)
     assert set(graph.spec.component_bindings.values()) <= set(reg.names)
-    expected = {"forwarding": Forwarding, "pcie_ep": PcieEndpoint, "host": HostCpu, "pe_dma": PeDma,
-                "hbm_ctrl": HbmCtrl, "sram": Sram, "m_cpu": MCpu}
-    assert {n: reg.get(n) for n in reg.names} == expected
+    expected = {"forwarding": Forwarding, "pcie_ep": PcieEndpoint, "host": HostCpu, "hbm_ctrl": HbmCtrl,
+                "sram": Sram, "m_cpu": MCpu}
+    assert {n: reg.get(n) for n in expected} == expected
+    assert issubclass(reg.get("pe_dma"), PeDma)  # the kernel DMA extends the data-path DMA
+    assert {"io_cpu", "pe_cpu", "pe_scheduler", "pe_tcm", "pe_fetch_store", "pe_gemm", "pe_math"} <= set(reg.names)
     reg.register("extra", Forwarding)
     assert "extra" not in default_registry().names  # a fresh registry each call
 
@@ -91,8 +93,8 @@ def test_engine_instantiates_the_right_class_per_node(make_engine):
     kinds = {"tray.host_cpu": HostCpu, "fabric.switch0": Forwarding, "sip1.io0.pcie_ep": PcieEndpoint,
              DMA0: PeDma, R00: Forwarding, HBM0: HbmCtrl, "sip0.cube0.sram": Sram, "sip1.cube15.m_cpu": MCpu}
     for node, cls in kinds.items():
-        assert type(eng.components[node]) is cls
-    assert "sip0.io0.io_cpu" not in eng.components
+        assert isinstance(eng.components[node], cls)
+    assert "sip0.cube0.pe0.pe_mmu" not in eng.components
 
 
 # ---------------------------------------------------------------------------------- HBM pseudo-channels

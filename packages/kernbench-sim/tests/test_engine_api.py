@@ -261,13 +261,13 @@ def test_bounded_run_does_not_report_deadlock(make_engine, registry, resolver):
 
 
 def test_a_route_through_an_unbound_node_type_names_node_and_type(make_engine):
-    """pe_tcm has no binding in the default components: section, so a DMA into a TCM cannot route."""
+    """pe_mmu has no binding in the default components: section, so no route may pass through it."""
     eng = make_engine()
     with pytest.raises(ComponentError) as info:
-        eng.submit(PeDmaWriteMsg(0, 0, 2, PhysAddr(0, 0, "tcm", 0, pe=2), 64))
+        eng.route(("sip0.cube0.noc.r0c0", "sip0.cube0.pe0.pe_mmu"))
     msg = str(info.value)
-    assert "sip0.cube0.pe2.pe_tcm" in msg and "(type pe_tcm)" in msg and "'pe_tcm'" in msg
-    eng.run()  # the failed submit left nothing pending
+    assert "sip0.cube0.pe0.pe_mmu" in msg and "(type pe_mmu)" in msg and "'pe_mmu'" in msg
+    eng.run()  # nothing was submitted
 
 
 def test_a_write_ending_at_a_non_terminal_is_a_component_error(make_engine, registry):
@@ -355,7 +355,7 @@ def test_only_bound_node_types_get_components(make_engine, small_graph):
     eng = make_engine()
     bound = set(small_graph.spec.component_bindings)
     assert set(eng.components) == {n.id for n in small_graph.nodes.values() if n.type in bound}
-    assert "sip0.io0.io_cpu" not in eng.components
+    assert "sip0.cube0.pe0.pe_mmu" not in eng.components
     for cid, comp in eng.components.items():
         assert comp.id == cid and comp.overhead_ns == small_graph.nodes[cid].overhead_ns
 

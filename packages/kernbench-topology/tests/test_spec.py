@@ -127,7 +127,9 @@ def test_component_bindings(spec):
     assert b["router"] == "forwarding"
     assert b["hbm_ctrl"] == "hbm_ctrl"
     assert b["pe_dma"] == "pe_dma"
-    assert len(b) == 11
+    assert b["pe_gemm"] == "pe_gemm" and b["io_cpu"] == "io_cpu"
+    assert "pe_mmu" not in b and "pe_ipcq" not in b  # no implementation yet
+    assert len(b) == 18
     b["router"] = "mutated"  # a fresh dict each time
     assert spec.component_bindings["router"] == "forwarding"
 

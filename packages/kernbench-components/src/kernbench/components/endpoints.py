@@ -7,6 +7,7 @@ last flit of the returned data has arrived.
 
 from __future__ import annotations
 
+from kernbench.components.launch import HostLaunch, IoCpuLaunch
 from kernbench.sim.component import Component
 from kernbench.sim.fabric import Packet
 
@@ -23,8 +24,8 @@ class Requester(Component):
         self.engine.landed(pkt, pkt.t_tail)
 
 
-class HostCpu(Requester):
-    """The host CPU on the tray: issues H2D writes and D2H reads over PCIe."""
+class HostCpu(HostLaunch, Requester):
+    """The host CPU on the tray: issues H2D writes, D2H reads and kernel launches over PCIe."""
 
     __slots__ = ()
 
@@ -37,3 +38,13 @@ class PeDma(Requester):
     """
 
     __slots__ = ()
+
+
+class IoCpu(IoCpuLaunch, Component):
+    """The IO chiplet's control CPU: fans launches out to M_CPUs, aggregates their reports."""
+
+    __slots__ = ("pending",)
+
+    def __init__(self, engine, node) -> None:
+        super().__init__(engine, node)
+        self.pending: dict[int, list] = {}

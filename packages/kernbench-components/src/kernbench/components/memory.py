@@ -18,6 +18,7 @@ Reads reply on the reversed request path.
 
 from __future__ import annotations
 
+from kernbench.components.launch import MCpuLaunch
 from kernbench.sim.component import Component
 from kernbench.sim.fabric import Packet, Transfer
 
@@ -129,7 +130,11 @@ class Sram(LinkBoundMemory):
     __slots__ = ()
 
 
-class MCpu(LinkBoundMemory):
-    """The cube's management CPU: a DMA source (M_CPU DMA) and a small local memory."""
+class MCpu(MCpuLaunch, LinkBoundMemory):
+    """The cube's management CPU: launch fan-out to its PEs, a DMA source (M_CPU DMA), a small local memory."""
 
-    __slots__ = ()
+    __slots__ = ("pending",)
+
+    def __init__(self, engine, node) -> None:
+        super().__init__(engine, node)
+        self.pending: dict[int, list] = {}

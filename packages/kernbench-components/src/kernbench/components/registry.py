@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
-from kernbench.components.endpoints import HostCpu, PeDma
+from kernbench.components.endpoints import HostCpu, IoCpu
 from kernbench.components.forwarding import Forwarding, PcieEndpoint
 from kernbench.components.memory import HbmCtrl, MCpu, Sram
+from kernbench.components.pe.cpu import PeCpu
+from kernbench.components.pe.dma import KernelDma
+from kernbench.components.pe.engines import PeFetchStore, PeGemm, PeMath, PeScheduler, PeTcm
 from kernbench.sim.component import ComponentRegistry
 
 BUILTIN = (
     ("forwarding", Forwarding),
     ("pcie_ep", PcieEndpoint),
     ("host", HostCpu),
-    ("pe_dma", PeDma),
+    ("io_cpu", IoCpu),
     ("hbm_ctrl", HbmCtrl),
     ("sram", Sram),
     ("m_cpu", MCpu),
+    ("pe_cpu", PeCpu),
+    ("pe_scheduler", PeScheduler),
+    ("pe_dma", KernelDma),
+    ("pe_tcm", PeTcm),
+    ("pe_fetch_store", PeFetchStore),
+    ("pe_gemm", PeGemm),
+    ("pe_math", PeMath),
 )
 
 

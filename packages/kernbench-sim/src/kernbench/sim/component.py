@@ -40,6 +40,11 @@ class Component:
         raise ComponentError(f"{self.id} ({type(self).__name__}) is not a terminal: a "
                              f"{pkt.transfer.kind} transfer cannot end at a {self.node.type} node")
 
+    def on_control(self, payload: object, t: float, transfer) -> None:
+        """Handle a control message (launch, completion, command) that arrived at ``t``."""
+        raise ComponentError(f"{self.id} ({type(self).__name__}) does not accept control messages "
+                  f"({type(payload).__name__})")
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.id})"
 

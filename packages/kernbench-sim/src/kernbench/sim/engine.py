@@ -23,12 +23,15 @@ from simpy.events import NORMAL, Event
 from kernbench.sim.component import Component, ComponentRegistry
 from kernbench.sim.errors import ComponentError, DeadlockError, MessageError
 from kernbench.sim.fabric import Packet, Route, Transfer, Wire, split_packets
+from kernbench.sim.memory_store import MemoryStore
 from kernbench.sim.messages import (
+    KernelLaunchMsg,
     McpuDmaWriteMsg,
     MemoryReadMsg,
     MemoryWriteMsg,
     PeDmaReadMsg,
     PeDmaWriteMsg,
+    SipLaunch,
 )
 from kernbench.sim.oplog import OpLog
 from kernbench.topology import naming as nm
@@ -57,18 +60,8 @@ class Request:
     then ``"read_data"`` for a read.
     """
 
-    __slots__ = (
-        "corr_id",
-        "done",
-        "legs",
-        "msg",
-        "op_name",
-        "read_nbytes",
-        "source",
-        "t_end",
-        "t_submit",
-        "trace",
-    )
+    __slots__ = ("corr_id", "done", "error", "legs", "msg", "op_name", "pending", "read_nbytes", "result",
+                 "source", "t_end", "t_submit", "trace")
 
     def __init__(self, corr_id: int, msg: object, t_submit: float, done: simpy.Event) -> None:
         self.corr_id = corr_id
@@ -81,6 +74,9 @@ class Request:
         self.op_name = ""
         self.read_nbytes = 0
         self.legs: list[tuple[str, ...]] = []
+        self.result: object = None
+        self.error: BaseException | None = None
+        self.pending = 0
 
     @property
     def latency_ns(self) -> float:
@@ -118,7 +114,7 @@ class GraphEngine:
     """
 
     def __init__(self, graph: TopologyGraph, registry: ComponentRegistry, *, trace: bool = True,
-                 router: PathRouter | None = None) -> None:
+                 router: PathRouter | None = None, data: bool = False) -> None:
         spec = graph.spec
         self.graph = graph
         self.spec = spec
@@ -130,6 +126,8 @@ class GraphEngine:
         self.control_bytes = spec.fabric.control_bytes
         self.trace_enabled = trace
         self.oplog = OpLog()
+        self.data = data
+        self.memory: MemoryStore | None = MemoryStore() if data else None
         self.events = 0
         self.wires: dict[tuple[str, str], Wire] = {}  # created on first use by route()
         self.components: dict[str, Component] = registry.build(self, graph)
@@ -142,6 +140,7 @@ class GraphEngine:
             PeDmaWriteMsg: self._start_pe_dma_write,
             PeDmaReadMsg: self._start_pe_dma_read,
             McpuDmaWriteMsg: self._start_mcpu_dma_write,
+            KernelLaunchMsg: self._start_launch,
         }
 
     # ------------------------------------------------------------------ public API
@@ -156,7 +155,7 @@ class GraphEngine:
         if starter is None:
             raise MessageError(f"cannot submit {type(msg).__name__}; supported: "
                                f"{', '.join(t.__name__ for t in self._starters)}")
-        nbytes = getattr(msg, "nbytes", 0)
+        nbytes = getattr(msg, "nbytes", 1)
         if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes <= 0:
             raise MessageError(f"{type(msg).__name__}.nbytes must be a positive integer, got {nbytes!r}")
         req = Request(self._next_corr, msg, self.env.now, self.env.event())
@@ -240,6 +239,14 @@ class GraphEngine:
         wire = route.wires[h]
         ready = now + route.overheads[h] if h else now
         m = pkt.nflits
+        if not m:  # control message: sideband, pays node overheads and propagation, occupies no bandwidth
+            pkt.hop = h + 1
+            pkt.t_head = pkt.t_tail = ready + wire.latency_ns
+            wire.messages += 1
+            if self.trace_enabled:
+                pkt.transfer.request.trace.append(("control", route.nodes[h], now, ready))
+            self._at(pkt.t_head, pkt, self._hop if h + 1 < route.hops else self._arrive)
+            return
         flit_ns = wire.flit_ns
         free = wire.free_at
         if free > ready:
@@ -295,7 +302,10 @@ class GraphEngine:
             tr.t_first = now
         if pkt.index == 0 and self.trace_enabled:
             tr.request.trace.append((tr.kind, pkt.route.nodes[-1], now, now))
-        pkt.route.comps[-1].on_packet(pkt, now)
+        if not pkt.nflits:
+            pkt.route.comps[-1].on_control(tr.payload, now, tr)
+        else:
+            pkt.route.comps[-1].on_packet(pkt, now)
 
     def landed(self, pkt: Packet, t_done: float) -> None:
         """Called by a terminal once it knows when ``pkt`` is fully served (``t_done`` ns)."""
@@ -314,8 +324,19 @@ class GraphEngine:
         req: Request = ev._value
         req.t_end = self.env._now
         del self._pending[req.corr_id]
-        self.oplog.record(req.t_submit, req.t_end, req.source, "memory", req.op_name,
-                          {"corr_id": req.corr_id, "nbytes": req.msg.nbytes})
+        msg = req.msg
+        if self.memory is not None:
+            if isinstance(msg, MemoryWriteMsg) and msg.data is not None:
+                self.memory.write(msg.dst.encode(), msg.data)
+            elif isinstance(msg, MemoryReadMsg):
+                req.result = self.memory.read(msg.src.encode(), msg.nbytes)
+        if isinstance(msg, KernelLaunchMsg):
+            self.oplog.record(req.t_submit, req.t_end, req.source, "control", "kernel_launch",
+                              {"corr_id": req.corr_id, "kernel": msg.kernel, "pes": len(msg.targets),
+                               "ok": req.error is None})
+        else:
+            self.oplog.record(req.t_submit, req.t_end, req.source, "memory", req.op_name,
+                              {"corr_id": req.corr_id, "nbytes": msg.nbytes})
         req.done.succeed(req)
 
     # ------------------------------------------------------------------ message starters
@@ -340,11 +361,45 @@ class GraphEngine:
     def _write_done(self, tr: Transfer, t_done: float) -> None:
         self.finish(tr.request, t_done)
 
+    def send_control(self, request: Request, nodes: tuple[str, ...], payload: object, *, t_start: float | None = None,
+                     apply_source_overhead: bool = True) -> Transfer:
+        """Send a zero-byte control message along ``nodes``; the last node's ``on_control`` receives ``payload``.
+
+        Control messages pay every node's overhead and every wire's propagation
+        latency but occupy no bandwidth (a sideband), so their timing is exact
+        and independent of data traffic. The source's overhead is paid first.
+        """
+        if len(nodes) < 2:
+            raise MessageError(f"a control message needs a destination other than its source {nodes[0]}")
+        route = self.route(nodes)
+        t0 = self.env._now if t_start is None else t_start
+        if apply_source_overhead:
+            t0 += route.overheads[0]
+        tr = Transfer(request, route, 0, "control", 0, _noop)
+        tr.payload = payload
+        tr.packets = split_packets(tr, self.packet_bytes, self.flit_bytes)
+        self._at(t0, tr.packets[0], self._hop)
+        return tr
+
+    def control_latency_ns(self, nodes: tuple[str, ...]) -> float:
+        """Exact time from a control message leaving its source to arriving at the last node (ns).
+
+        Counts the overheads of the nodes in between and wire propagation; the
+        source's and the destination's own overheads are not included.
+        """
+        route = self.route(nodes)
+        return sum(route.overheads[1:-1]) + sum(w.latency_ns for w in route.wires)
+
+    def at(self, t: float, callback: Callable[[object], None], value: object = None) -> None:
+        """Call ``callback(value)`` at simulated time ``t`` (ns, not before now)."""
+        self._at(max(t, self.env._now), value, lambda ev: callback(ev._value))
+
     def read_reply(self, cmd: Transfer, ready: list[tuple[float, float]], on_done=None) -> Transfer:
         """Send a read's data back along the reversed command path, paced by ``ready``."""
-        route = self.route(tuple(reversed(cmd.route.nodes)))
+        nodes = cmd.reply_nodes if cmd.reply_nodes is not None else tuple(reversed(cmd.route.nodes))
+        route = self.route(nodes)
         return self.send(cmd.request, route, cmd.read_nbytes, kind="read_data", addr=cmd.addr,
-                         t_start=ready[0][0], ready=ready, on_done=on_done or self._write_done)
+                         t_start=ready[0][0], ready=ready, on_done=on_done or cmd.on_reply or self._write_done)
 
     def _resolve(self, addr: PhysAddr, nbytes: int) -> str:
         if not isinstance(addr, PhysAddr):
@@ -369,6 +424,23 @@ class GraphEngine:
     def _start_pe_dma_read(self, req: Request) -> None:
         src, dst = self._pe_dma(req.msg), self._resolve(req.msg.src, req.msg.nbytes)
         self._start(req, src, self.router.pe_dma_path(src, dst), "dma_read", req.msg.src, False)
+
+    def _start_launch(self, req: Request) -> None:
+        msg: KernelLaunchMsg = req.msg
+        if not msg.targets:
+            raise MessageError(f"kernel launch {msg.kernel!r} has no target PEs")
+        by_sip: dict[int, list] = {}
+        for (sip, cube, pe), args in msg.targets:
+            self.resolver.find_pe_block(sip, cube, pe, "pe_cpu")
+            by_sip.setdefault(sip, []).append(((sip, cube, pe), args))
+        paths = {sip: self.router.control_path(nm.HOST, self.resolver.find_io_cpu(sip)) for sip in sorted(by_sip)}
+        for path in paths.values():
+            self.route(path)  # every node on the way must have a component before anything is sent
+        req.source = nm.HOST
+        req.op_name = "kernel_launch"
+        req.pending = len(paths)
+        for sip, path in paths.items():
+            self.send_control(req, path, SipLaunch(msg, sip, tuple(sorted(by_sip[sip], key=lambda t: t[0]))))
 
     def _start_mcpu_dma_write(self, req: Request) -> None:
         src = self.resolver.find_m_cpu(req.msg.sip, req.msg.cube)

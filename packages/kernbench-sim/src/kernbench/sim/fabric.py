@@ -116,9 +116,12 @@ class Transfer:
         "landed",
         "nbytes",
         "on_done",
+        "on_reply",
         "packets",
+        "payload",
         "read_nbytes",
         "ready",
+        "reply_nodes",
         "request",
         "route",
         "t_done",
@@ -132,6 +135,9 @@ class Transfer:
         self.kind = kind
         self.addr = addr
         self.packets: list[Packet] = []
+        self.payload: object = None
+        self.on_reply = None
+        self.reply_nodes: tuple[str, ...] | None = None
         self.ready: list[tuple[float, float]] | None = None
         self.landed = 0
         self.t_first = -1.0
@@ -141,7 +147,9 @@ class Transfer:
 
 
 def split_packets(transfer: Transfer, packet_bytes: int, flit_bytes: int) -> list[Packet]:
-    """Cut a transfer's payload into packets (last one may be short)."""
+    """Cut a transfer's payload into packets (last one may be short; a control transfer has one empty packet)."""
+    if transfer.nbytes == 0:
+        return [Packet(transfer, 0, 0, 0, 0)]
     out = []
     offset, index, left = 0, 0, transfer.nbytes
     while left > 0:

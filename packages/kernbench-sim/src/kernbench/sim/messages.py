@@ -7,17 +7,22 @@ Sizes are bytes; addresses are :class:`~kernbench.topology.PhysAddr`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from kernbench.topology.address import PhysAddr
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryWriteMsg:
-    """Host-to-device write (H2D) of ``nbytes`` to ``dst`` over the direct memory path."""
+    """Host-to-device write (H2D) of ``nbytes`` to ``dst`` over the direct memory path.
+
+    ``data`` (data mode only) is the payload committed to memory when the write completes.
+    """
 
     dst: PhysAddr
     nbytes: int
+    data: bytes | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,4 +65,27 @@ class McpuDmaWriteMsg:
     nbytes: int
 
 
-Message = MemoryWriteMsg | MemoryReadMsg | PeDmaWriteMsg | PeDmaReadMsg | McpuDmaWriteMsg
+@dataclass(frozen=True, slots=True)
+class KernelLaunchMsg:
+    """Launch kernel ``fn`` (named ``kernel``) on every target PE.
+
+    ``targets`` lists ``((sip, cube, pe), args)``: each PE gets its own
+    argument tuple (its local tensor shards). The host submits one message;
+    IO_CPUs, M_CPUs and PE_CPUs fan it out over control paths.
+    """
+
+    kernel: str
+    fn: Callable = field(repr=False, compare=False)
+    targets: tuple[tuple[tuple[int, int, int], tuple], ...] = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SipLaunch:
+    """The part of a :class:`KernelLaunchMsg` the host sends to one SIP's IO_CPU."""
+
+    msg: KernelLaunchMsg
+    sip: int
+    targets: tuple[tuple[tuple[int, int, int], tuple], ...] = field(repr=False)
+
+
+Message = MemoryWriteMsg | MemoryReadMsg | PeDmaWriteMsg | PeDmaReadMsg | McpuDmaWriteMsg | KernelLaunchMsg

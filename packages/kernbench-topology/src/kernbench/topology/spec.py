@@ -247,6 +247,7 @@ class PeSpec:
     cpu_overhead_ns: float = _f(2.0, "PE_CPU per-message overhead, ns", lo=0.0)
     scheduler_overhead_ns: float = _f(1.0, "PE_SCHEDULER per-command overhead, ns", lo=0.0)
     internal_bw_gbs: float = _f(512.0, "bandwidth of links between PE blocks, GB/s", positive=True)
+    math_lanes: int = _f(64, "elements the math engine processes per cycle", lo=1)
     gemm: GemmSpec = _sub(GemmSpec)
     tcm: TcmSpec = _sub(TcmSpec)
     dma: DmaSpec = _sub(DmaSpec)
@@ -278,6 +279,13 @@ DEFAULT_COMPONENTS: tuple[tuple[str, str], ...] = (
     ("sram", "sram"),
     ("m_cpu", "m_cpu"),
     ("pe_dma", "pe_dma"),
+    ("io_cpu", "io_cpu"),
+    ("pe_cpu", "pe_cpu"),
+    ("pe_scheduler", "pe_scheduler"),
+    ("pe_tcm", "pe_tcm"),
+    ("pe_fetch_store", "pe_fetch_store"),
+    ("pe_gemm", "pe_gemm"),
+    ("pe_math", "pe_math"),
 )
 
 

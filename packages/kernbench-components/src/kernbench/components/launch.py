@@ -1,0 +1,215 @@
+"""Kernel launch over the control plane: host -> IO_CPU -> M_CPU -> PE_CPU and back.
+
+Every hop is a zero-byte control message (exact, contention-free timing).
+The IO_CPU stamps one barrier time for the whole launch, the sum of the two
+dispatch legs to the farthest target::
+
+    target_start = t_io + max over targets of
+                   [ latency(IO_CPU -> M_CPU) + overhead(M_CPU)
+                     + latency(M_CPU -> PE_CPU) + overhead(PE_CPU) ]
+
+where ``t_io`` is when the IO_CPU has processed the launch and ``latency``
+counts the overheads of the nodes after the source plus wire propagation. No
+PE can reach its kernel body later than that, so all start together.
+Completion reports travel back the same way; a failure is carried to the
+host, which reports the first failing PE in (sip, cube, pe) order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kernbench.sim.messages import SipLaunch
+from kernbench.topology import naming as nm
+from kernbench.topology.errors import KernbenchError
+
+
+class KernelError(KernbenchError):
+    """A kernel raised while running on a PE; names the kernel, the PE and the kernel's message."""
+
+
+@dataclass(frozen=True, slots=True)
+class CubeLaunch:
+    """IO_CPU -> M_CPU: the targets of one cube and the shared barrier time (ns)."""
+
+    launch: SipLaunch
+    cube: int
+    targets: tuple = field(repr=False)
+    target_start_ns: float
+    io_cpu: str
+
+
+@dataclass(frozen=True, slots=True)
+class PeLaunch:
+    """M_CPU -> PE_CPU: run the kernel with these arguments and program ids at ``target_start_ns``."""
+
+    launch: SipLaunch
+    pe: tuple[int, int, int]
+    args: tuple = field(repr=False)
+    program_id: tuple[int, int]
+    num_programs: tuple[int, int]
+    target_start_ns: float
+    m_cpu: str
+
+
+@dataclass(frozen=True, slots=True)
+class PeReport:
+    """One PE's outcome: start of its kernel body and run time (ns), or the error it raised."""
+
+    pe: str
+    exec_start_ns: float
+    exec_ns: float
+    arrival_ns: float
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchReport:
+    """Completion travelling towards the host: reports of every PE below the sender."""
+
+    sip: int
+    reports: tuple[PeReport, ...]
+
+
+@dataclass
+class LaunchResult:
+    """What the host learns from a launch: per-PE reports keyed by PE prefix, and the barrier time."""
+
+    kernel: str
+    reports: dict[str, PeReport] = field(default_factory=dict)
+    target_start_ns: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def pe_exec_start_ns(self) -> dict[str, float]:
+        """When each PE entered the kernel body."""
+        return {k: r.exec_start_ns for k, r in self.reports.items()}
+
+    @property
+    def pe_exec_ns(self) -> dict[str, float]:
+        """How long each PE ran the kernel body."""
+        return {k: r.exec_ns for k, r in self.reports.items()}
+
+
+def program_grid(targets) -> dict[tuple[int, int, int], tuple[tuple[int, int], tuple[int, int]]]:
+    """Program ids on the 2D grid: axis 0 = PE among the targeted PEs of its cube, axis 1 = cube in the SIP."""
+    cubes: dict[tuple[int, int], list[int]] = {}
+    for (sip, cube, pe), _ in targets:
+        cubes.setdefault((sip, cube), []).append(pe)
+    out = {}
+    by_sip: dict[int, list[int]] = {}
+    for sip, cube in sorted(cubes):
+        by_sip.setdefault(sip, []).append(cube)
+    for (sip, cube), pes in cubes.items():
+        pes = sorted(pes)
+        cube_list = by_sip[sip]
+        for pe in pes:
+            out[(sip, cube, pe)] = ((pes.index(pe), cube_list.index(cube)), (len(pes), len(cube_list)))
+    return out
+
+
+class IoCpuLaunch:
+    """IO_CPU control role: fan a SIP's launch out to its M_CPUs and aggregate their reports."""
+
+    __slots__ = ()
+
+    def on_control(self, payload: object, t: float, transfer) -> None:
+        """Handle a launch from the host or a report from an M_CPU."""
+        eng = self.engine
+        if isinstance(payload, SipLaunch):
+            t_io = t + self.overhead_ns
+            by_cube: dict[int, list] = {}
+            for target in payload.targets:
+                by_cube.setdefault(target[0][1], []).append(target)
+            legs = {}
+            worst = 0.0
+            for cube, targets in by_cube.items():
+                m_cpu = nm.m_cpu(payload.sip, cube)
+                leg1 = eng.router.control_path(self.id, m_cpu)
+                legs[cube] = leg1
+                lat1 = eng.control_latency_ns(leg1) + eng.components[m_cpu].overhead_ns
+                for (sip, c, pe), _ in targets:
+                    pe_cpu = nm.pe_block(sip, c, pe, "pe_cpu")
+                    lat2 = eng.control_latency_ns(eng.router.control_path(m_cpu, pe_cpu))
+                    worst = max(worst, lat1 + lat2 + eng.components[pe_cpu].overhead_ns)
+            target_start = t_io + worst
+            self.pending[transfer.request.corr_id] = [len(by_cube), []]
+            for cube in sorted(by_cube):
+                msg = CubeLaunch(payload, cube, tuple(by_cube[cube]), target_start, self.id)
+                eng.send_control(transfer.request, legs[cube], msg, t_start=t_io, apply_source_overhead=False)
+            launch_result(transfer.request).target_start_ns[payload.sip] = target_start
+        elif isinstance(payload, LaunchReport):
+            if _collect(self.pending, transfer.request.corr_id, payload.reports):
+                reports = self.pending.pop(transfer.request.corr_id)[1]
+                eng.send_control(transfer.request, eng.router.control_path(self.id, nm.HOST),
+                                 LaunchReport(payload.sip, tuple(reports)), t_start=t + self.overhead_ns,
+                                 apply_source_overhead=False)
+        else:
+            super().on_control(payload, t, transfer)
+
+
+class MCpuLaunch:
+    """M_CPU control role: fan a cube's launch out to its PE_CPUs and aggregate their reports."""
+
+    __slots__ = ()
+
+    def on_control(self, payload: object, t: float, transfer) -> None:
+        """Handle a launch from the IO_CPU or a report from a PE_CPU."""
+        eng = self.engine
+        if isinstance(payload, CubeLaunch):
+            t0 = t + self.overhead_ns
+            grid = program_grid(payload.launch.targets)
+            self.pending[transfer.request.corr_id] = [len(payload.targets), [], payload.io_cpu]
+            for (sip, cube, pe), args in payload.targets:
+                pid, nprog = grid[(sip, cube, pe)]
+                msg = PeLaunch(payload.launch, (sip, cube, pe), args, pid, nprog, payload.target_start_ns, self.id)
+                path = eng.router.control_path(self.id, nm.pe_block(sip, cube, pe, "pe_cpu"))
+                eng.send_control(transfer.request, path, msg, t_start=t0, apply_source_overhead=False)
+        elif isinstance(payload, LaunchReport):
+            if _collect(self.pending, transfer.request.corr_id, payload.reports):
+                _, reports, io_cpu = self.pending.pop(transfer.request.corr_id)
+                eng.send_control(transfer.request, eng.router.control_path(self.id, io_cpu),
+                                 LaunchReport(payload.sip, tuple(reports)), t_start=t + self.overhead_ns,
+                                 apply_source_overhead=False)
+        else:
+            super().on_control(payload, t, transfer)
+
+
+class HostLaunch:
+    """Host role in a launch: complete the request when every SIP has reported."""
+
+    __slots__ = ()
+
+    def on_control(self, payload: object, t: float, transfer) -> None:
+        """Record a SIP's reports; finish the launch request after the last one."""
+        if not isinstance(payload, LaunchReport):
+            super().on_control(payload, t, transfer)
+        req = transfer.request
+        result = launch_result(req)
+        for r in payload.reports:
+            result.reports[r.pe] = r
+        req.pending -= 1
+        if req.pending == 0:
+            failures = sorted((r for r in result.reports.values() if r.error is not None), key=_pe_order)
+            if failures:
+                r = failures[0]
+                req.error = KernelError(f"kernel {result.kernel!r} failed on {r.pe}: {r.error}")
+            self.engine.finish(req, t)
+
+
+def _pe_order(report: PeReport) -> tuple:
+    loc = nm.locate(f"{report.pe}.pe_cpu")
+    return loc.sip, loc.cube, loc.pe
+
+
+def launch_result(request) -> LaunchResult:
+    """The request's :class:`LaunchResult`, created on first use."""
+    if request.result is None:
+        request.result = LaunchResult(request.msg.kernel)
+    return request.result
+
+
+def _collect(pending: dict, key: int, reports) -> bool:
+    entry = pending[key]
+    entry[1].extend(reports)
+    entry[0] -= 1
+    return entry[0] == 0

@@ -1,0 +1,65 @@
+"""Commands a kernel issues to its PE, as frozen records.
+
+A command carries what the engines need for timing (bytes, tiles, elements)
+and, for data mode, a ``compute`` callable that applies the operation's
+numeric effect to the memory store when the command completes. ``done`` is
+the SimPy event the issuing kernel waits on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import simpy
+
+from kernbench.sim.memory_store import MemoryStore
+
+Compute = Callable[[MemoryStore], None]
+
+
+@dataclass(frozen=True, slots=True)
+class DmaReadCmd:
+    """Copy ``nbytes`` from physical address ``src`` (HBM/SRAM/another TCM) into this PE's TCM at ``dst``."""
+
+    src: int
+    dst: int
+    nbytes: int
+    done: simpy.Event = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DmaWriteCmd:
+    """Copy ``nbytes`` from this PE's TCM at ``src`` to physical address ``dst``."""
+
+    src: int
+    dst: int
+    nbytes: int
+    done: simpy.Event = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeCmd:
+    """A GEMM or math operation on TCM operands: FETCH inputs, compute, STORE the output.
+
+    ``engine`` is ``"gemm"`` (``work`` = tiles, each costing a full tile) or
+    ``"math"`` (``work`` = elements). Byte counts are what moves between TCM
+    and the register file.
+    """
+
+    engine: str
+    op: str
+    fetch_bytes: int
+    store_bytes: int
+    work: int
+    done: simpy.Event = field(repr=False, compare=False)
+    compute: Compute | None = field(default=None, repr=False, compare=False)
+    params: dict = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class CyclesCmd:
+    """Keep the PE_CPU busy for ``cycles`` clock cycles (``tl.cycles``)."""
+
+    cycles: int
+    done: simpy.Event = field(repr=False, compare=False)

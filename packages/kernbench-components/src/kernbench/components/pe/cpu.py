@@ -1,0 +1,85 @@
+"""PE_CPU: receives a launch, waits for the barrier, runs the kernel body in a greenlet.
+
+Each blocking ``tl`` call switches from the kernel's greenlet back to the
+simulator with the SimPy event it waits for; when the event fires the
+kernel is resumed with its value. Issuing a command occupies the PE_CPU for
+its ``overhead_ns`` (commands are issued one at a time).
+"""
+
+from __future__ import annotations
+
+from greenlet import greenlet
+
+from kernbench.components.launch import LaunchReport, PeLaunch, PeReport
+from kernbench.components.pe.commands import CyclesCmd
+from kernbench.sim.component import Component
+from kernbench.tl.context import TLContext
+from kernbench.topology import naming as nm
+
+
+class PeCpu(Component):
+    """The PE's control CPU: kernel host, command issuer."""
+
+    __slots__ = ("busy_ns", "count", "free_at", "scheduler")
+
+    def __init__(self, engine, node) -> None:
+        super().__init__(engine, node)
+        self.free_at = 0.0
+        self.busy_ns = 0.0
+        self.count = 0
+        self.scheduler = f"{nm.pe_of(self.id)}.pe_scheduler"
+
+    def on_control(self, payload: object, t: float, transfer) -> None:
+        """A launch arrived at ``t``: start the kernel at the launch's barrier time."""
+        if not isinstance(payload, PeLaunch):
+            super().on_control(payload, t, transfer)
+        arrival = t + self.overhead_ns
+        # The barrier is predicted by summing the same delays in another order: allow float rounding.
+        start = payload.target_start_ns if arrival <= payload.target_start_ns + 1e-6 else arrival
+        self.engine.at(start, self._start, (payload, transfer.request, arrival))
+
+    def issue(self, cmd: object, request) -> None:
+        """Issue one command to the scheduler; the PE_CPU is busy for its overhead (or the cycles asked)."""
+        eng = self.engine
+        cost = self.overhead_ns
+        if isinstance(cmd, CyclesCmd):
+            cost = cmd.cycles / eng.spec.pe.clock_ghz
+        t = max(eng.now, self.free_at) + cost
+        self.free_at = t
+        self.busy_ns += cost
+        self.count += 1
+        if isinstance(cmd, CyclesCmd):
+            eng.at(t, lambda _: cmd.done.succeed(None))
+            return
+        eng.send_control(request, (self.id, self.scheduler), cmd, t_start=t, apply_source_overhead=False)
+
+    def _start(self, item: tuple) -> None:
+        launch, request, arrival = item
+        ctx = TLContext(self, launch, request)
+        ctx.glet = greenlet(lambda *_: launch.launch.msg.fn(ctx, *launch.args))
+        ctx.t_start = self.engine.now
+        ctx.arrival = arrival
+        self._drive(ctx, None)
+
+    def _drive(self, ctx: TLContext, value: object) -> None:
+        try:
+            ev = ctx.glet.switch(value)
+        except Exception as exc:  # the kernel raised: report it, the launch ends
+            self._report(ctx, f"{type(exc).__name__}: {exc}")
+            return
+        if ctx.glet.dead:
+            self._report(ctx, None)
+        elif ev.callbacks is None:  # already processed
+            self.engine.at(self.engine.now, lambda v: self._drive(ctx, v), ev.value)
+        else:
+            ev.callbacks.append(lambda e: self._drive(ctx, e._value))
+
+    def _report(self, ctx: TLContext, error: str | None) -> None:
+        eng = self.engine
+        now = eng.now
+        pe = nm.pe_of(self.id)
+        eng.oplog.record(ctx.t_start, now, self.id, "control", "kernel", {"kernel": ctx.kernel, "error": error})
+        report = PeReport(pe, ctx.t_start, now - ctx.t_start, ctx.arrival, error)
+        m_cpu = ctx._launch.m_cpu
+        eng.send_control(ctx._request, eng.router.control_path(self.id, m_cpu),
+                         LaunchReport(ctx.pe[0], (report,)))

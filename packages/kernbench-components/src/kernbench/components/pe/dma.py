@@ -1,0 +1,84 @@
+"""PE_DMA in its kernel role: one read and one write channel, each one command at a time.
+
+A read sends a command over the fabric to the source memory and receives the
+data back along the reversed path into this PE's TCM. A write streams from
+the TCM through the DMA onto the fabric. Commands on one channel run in
+arrival order; reads and writes overlap. In data mode the bytes move when
+the command completes.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from kernbench.components.endpoints import PeDma
+from kernbench.components.pe.commands import DmaReadCmd, DmaWriteCmd
+from kernbench.sim.fabric import Transfer
+from kernbench.topology import naming as nm
+from kernbench.topology.address import decode
+
+
+class KernelDma(PeDma):
+    """PE DMA engine serving kernel commands (and the probe's direct DMA messages)."""
+
+    __slots__ = ("busy", "busy_ns", "count", "queues", "tcm_id")
+
+    def __init__(self, engine, node) -> None:
+        super().__init__(engine, node)
+        self.queues: dict[str, deque] = {"read": deque(), "write": deque()}
+        self.busy = {"read": False, "write": False}
+        self.tcm_id = f"{nm.pe_of(self.id)}.pe_tcm"
+        self.busy_ns = 0.0
+        self.count = 0
+
+    def on_control(self, cmd: object, t: float, transfer) -> None:
+        """Queue a DMA command on its channel."""
+        if not isinstance(cmd, (DmaReadCmd, DmaWriteCmd)):
+            super().on_control(cmd, t, transfer)
+        channel = "read" if isinstance(cmd, DmaReadCmd) else "write"
+        self.queues[channel].append((cmd, transfer.request))
+        if not self.busy[channel]:
+            self._next(channel)
+
+    def _next(self, channel: str) -> None:
+        queue = self.queues[channel]
+        if not queue:
+            self.busy[channel] = False
+            return
+        self.busy[channel] = True
+        cmd, request = queue.popleft()
+        eng = self.engine
+        t0 = eng.now + self.overhead_ns
+        if channel == "read":
+            src = decode(cmd.src)
+            target = eng.resolver.resolve(src, cmd.nbytes)
+            path = eng.router.pe_dma_path(self.id, target)
+            route = eng.route(path)
+            tr = eng.send(request, route, eng.control_bytes, kind="read_cmd", addr=src.offset, t_start=t0,
+                          on_done=_ignore, read_nbytes=cmd.nbytes)
+            tr.reply_nodes = (*reversed(path), self.tcm_id)
+            tr.on_reply = lambda data_tr, t_done: eng.at(t_done, self._done, (channel, cmd, t0))
+        else:
+            dst = decode(cmd.dst)
+            target = eng.resolver.resolve(dst, cmd.nbytes)
+            path = (self.tcm_id, *eng.router.pe_dma_path(self.id, target))
+            eng.send(request, eng.route(path), cmd.nbytes, kind="write", addr=dst.offset, t_start=t0,
+                     on_done=lambda tr, t_done: eng.at(t_done, self._done, (channel, cmd, t0)))
+
+    def _done(self, item: tuple) -> None:
+        channel, cmd, t0 = item
+        eng = self.engine
+        now = eng.now
+        self.busy_ns += now - t0
+        self.count += 1
+        name = "dma_read" if channel == "read" else "dma_write"
+        eng.oplog.record(t0, now, self.id, "memory", name, {"src": cmd.src, "dst": cmd.dst, "nbytes": cmd.nbytes})
+        if eng.memory is not None:
+            eng.memory.copy(cmd.dst, cmd.src, cmd.nbytes)
+        cmd.done.succeed(None)
+        self._next(channel)
+
+
+def _ignore(tr: Transfer, t: float) -> None:
+    """A read command's own landing needs no action: the reply carries the result."""
+

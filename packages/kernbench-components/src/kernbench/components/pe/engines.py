@@ -1,0 +1,181 @@
+"""PE-local engines: TCM channels, fetch/store, GEMM, math, and the scheduler that feeds them.
+
+Engines are serial servers that keep a "free at" time, like wires: a stage
+starts when both its input is ready and the engine is free, and occupies the
+engine for its service time. Everything inside a PE is arithmetic on these
+times; only the command's completion is a scheduled event.
+
+Service times (ns):
+
+* FETCH  — bytes / TCM read bandwidth, on the fetch/store engine and the TCM read channel;
+* STORE  — bytes / TCM write bandwidth, on the fetch/store engine and the TCM write channel;
+* GEMM   — tiles x (2 tm tn tk / peak), an under-filled tile costs a full tile;
+* MATH   — ceil(elements / lanes) cycles at the PE clock.
+"""
+
+from __future__ import annotations
+
+import math
+
+from kernbench.components.pe.commands import ComputeCmd, CyclesCmd, DmaReadCmd, DmaWriteCmd
+from kernbench.sim.component import Component
+from kernbench.sim.fabric import Packet
+from kernbench.topology import naming as nm
+
+
+class Server(Component):
+    """A serial engine: ``free_at`` plus occupancy counters (ns)."""
+
+    __slots__ = ("busy_ns", "count", "free_at")
+
+    def __init__(self, engine, node) -> None:
+        super().__init__(engine, node)
+        self.free_at = 0.0
+        self.busy_ns = 0.0
+        self.count = 0
+
+    def reserve(self, t_ready: float, service_ns: float) -> tuple[float, float]:
+        """Occupy the engine for ``service_ns`` from ``max(t_ready, free_at)``; returns (start, end)."""
+        start = t_ready if t_ready > self.free_at else self.free_at
+        end = start + service_ns
+        self.free_at = end
+        self.busy_ns += service_ns
+        self.count += 1
+        return start, end
+
+
+class PeTcm(Component):
+    """The PE's tightly coupled memory: independent read and write channels.
+
+    Same-direction accesses serialise; a read and a write overlap. As a
+    fabric terminal it absorbs DMA read data (write channel).
+    """
+
+    __slots__ = ("read_bw", "read_free", "write_bw", "write_free")
+
+    def __init__(self, engine, node) -> None:
+        super().__init__(engine, node)
+        tcm = engine.spec.pe.tcm
+        self.read_bw, self.write_bw = tcm.read_bw_gbs, tcm.write_bw_gbs
+        self.read_free = self.write_free = 0.0
+
+    def read(self, t_ready: float, nbytes: int) -> tuple[float, float]:
+        """Reserve the read channel for ``nbytes``; returns (start, end) ns."""
+        start = max(t_ready, self.read_free)
+        self.read_free = end = start + nbytes / self.read_bw
+        return start, end
+
+    def write(self, t_ready: float, nbytes: int) -> tuple[float, float]:
+        """Reserve the write channel for ``nbytes``; returns (start, end) ns."""
+        start = max(t_ready, self.write_free)
+        self.write_free = end = start + nbytes / self.write_bw
+        return start, end
+
+    def on_packet(self, pkt: Packet, t_head: float) -> None:
+        """DMA data landing in the TCM: the write channel takes it as the flits arrive."""
+        if pkt.transfer.kind != "read_data":
+            super().on_packet(pkt, t_head)
+        start = max(t_head, self.write_free)
+        end = max(pkt.t_tail, start + pkt.nbytes / self.write_bw)
+        self.write_free = end
+        self.engine.landed(pkt, end)
+
+
+class PeFetchStore(Server):
+    """Moves operands TCM -> register file (FETCH) and results back (STORE)."""
+
+    __slots__ = ()
+
+    def fetch(self, tcm: PeTcm, t_ready: float, nbytes: int) -> float:
+        """FETCH ``nbytes``; returns the end time (ns)."""
+        if nbytes <= 0:
+            return t_ready
+        start, end = tcm.read(max(t_ready, self.free_at), nbytes)
+        self.reserve(start, end - start)
+        return end
+
+    def store(self, tcm: PeTcm, t_ready: float, nbytes: int) -> float:
+        """STORE ``nbytes``; returns the end time (ns)."""
+        if nbytes <= 0:
+            return t_ready
+        start, end = tcm.write(max(t_ready, self.free_at), nbytes)
+        self.reserve(start, end - start)
+        return end
+
+
+class PeGemm(Server):
+    """The matrix engine: one full tile per ``tile_ns``, however much of the tile is used."""
+
+    __slots__ = ("tile_ns",)
+
+    def __init__(self, engine, node) -> None:
+        super().__init__(engine, node)
+        g = engine.spec.pe.gemm
+        self.tile_ns = 2 * g.tile_m * g.tile_n * g.tile_k / (g.peak_tflops * 1e3)
+
+
+class PeMath(Server):
+    """The vector engine: ``lanes`` elements per PE clock cycle."""
+
+    __slots__ = ("lanes", "ns_per_step")
+
+    def __init__(self, engine, node) -> None:
+        super().__init__(engine, node)
+        self.lanes = engine.spec.pe.math_lanes
+        self.ns_per_step = 1.0 / engine.spec.pe.clock_ghz
+
+
+class PeScheduler(Component):
+    """The PE's sole dispatcher: DMA commands to PE_DMA, compute commands through FETCH -> engine -> STORE."""
+
+    __slots__ = ("blocks",)
+
+    def __init__(self, engine, node) -> None:
+        super().__init__(engine, node)
+        self.blocks: dict[str, Component] = {}
+
+    def block(self, name: str) -> Component:
+        """A sibling block of this PE (``pe_dma``, ``pe_tcm``, ...), looked up once."""
+        comp = self.blocks.get(name)
+        if comp is None:
+            comp = self.blocks[name] = self.engine.components[f"{nm.pe_of(self.id)}.{name}"]
+        return comp
+
+    def on_control(self, cmd: object, t: float, transfer) -> None:
+        """Dispatch one command that arrived from PE_CPU at ``t``."""
+        t0 = t + self.overhead_ns
+        if isinstance(cmd, (DmaReadCmd, DmaWriteCmd)):
+            dma = self.block("pe_dma")
+            self.engine.send_control(transfer.request, (self.id, dma.id), cmd, t_start=t0,
+                                     apply_source_overhead=False)
+        elif isinstance(cmd, ComputeCmd):
+            self._compute(cmd, t0)
+        elif isinstance(cmd, CyclesCmd):
+            self.engine.at(t0, lambda _: cmd.done.succeed(None))
+        else:
+            super().on_control(cmd, t, transfer)
+
+    def _compute(self, cmd: ComputeCmd, t0: float) -> None:
+        tcm: PeTcm = self.block("pe_tcm")
+        fs: PeFetchStore = self.block("pe_fetch_store")
+        t_fetch = fs.fetch(tcm, t0, cmd.fetch_bytes)
+        if cmd.engine == "gemm":
+            unit: Server = self.block("pe_gemm")
+            service = cmd.work * unit.tile_ns
+        else:
+            unit = self.block("pe_math")
+            service = math.ceil(cmd.work / unit.lanes) * unit.ns_per_step
+        s_run, t_run = unit.reserve(t_fetch, service)
+        t_end = fs.store(tcm, t_run, cmd.store_bytes)
+        log = self.engine.oplog
+        if cmd.fetch_bytes:
+            log.record(t0, t_fetch, fs.id, "memory", "fetch", {"nbytes": cmd.fetch_bytes})
+        log.record(s_run, t_run, unit.id, cmd.engine, cmd.op, {"work": cmd.work, **cmd.params})
+        if cmd.store_bytes:
+            log.record(t_run, t_end, fs.id, "memory", "store", {"nbytes": cmd.store_bytes})
+        self.engine.at(t_end, self._finish, cmd)
+
+    def _finish(self, cmd: ComputeCmd) -> None:
+        if cmd.compute is not None and self.engine.memory is not None:
+            cmd.compute(self.engine.memory)
+        cmd.done.succeed(None)

@@ -1,0 +1,432 @@
+"""``tl``: the kernel-side language, one :class:`TLContext` per running kernel on a PE.
+
+A kernel is plain Python ``def kernel(tl, *args)`` run in a greenlet. Every
+``tl`` call that does work builds a PE command, hands it to the PE_CPU and
+switches back to the simulator until the command completes; pure helpers
+(``program_id``, ``cdiv``, shapes) cost nothing. Tensors in a kernel are
+:class:`TensorHandle` objects: ``space`` is ``"hbm"`` (a reference made by
+``tl.ref``, no data moved) or ``"tcm"`` (data in the PE's TCM, e.g. the
+result of ``tl.load`` or of a computation). Intermediate results live in the
+kernel's scratch region at the top of the TCM, handed out 16-byte aligned.
+
+In data mode every command also carries its numpy effect, applied when the
+command completes; f16 arithmetic is done in f32 and rounded.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from kernbench.components.pe.commands import ComputeCmd, CyclesCmd, DmaReadCmd, DmaWriteCmd
+from kernbench.topology.address import PhysAddr
+from kernbench.topology.errors import KernbenchError
+
+if TYPE_CHECKING:
+    from kernbench.components.launch import PeLaunch
+    from kernbench.components.pe.cpu import PeCpu
+
+SCRATCH_ALIGN = 16
+DTYPES = ("float16", "float32", "int32", "bool")
+
+
+class TLError(KernbenchError):
+    """A kernel used the ``tl`` API wrongly (shapes, dtypes, foreign handles, HBM operands)."""
+
+
+class ScratchOverflowError(TLError):
+    """A kernel needed more TCM scratch than the topology's ``pe.tcm.scratch_mib``."""
+
+
+@dataclass(frozen=True, slots=True)
+class TensorArg:
+    """A tensor argument as a PE receives it: its local shard's address, shape and dtype."""
+
+    addr: PhysAddr
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def nbytes(self) -> int:
+        """Size of the shard in bytes."""
+        return _nbytes(self.shape, self.dtype)
+
+
+class TensorHandle:
+    """A tensor inside a kernel: where it lives (encoded PA), its shape and dtype."""
+
+    __slots__ = ("addr", "ctx", "dtype", "shape", "space")
+
+    def __init__(self, ctx: TLContext, addr: int, shape: tuple[int, ...], dtype: str, space: str) -> None:
+        self.ctx = ctx
+        self.addr = addr
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = dtype
+        self.space = space
+
+    @property
+    def nbytes(self) -> int:
+        """Size in bytes."""
+        return _nbytes(self.shape, self.dtype)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return math.prod(self.shape)
+
+    def __repr__(self) -> str:
+        return f"TensorHandle({self.space}, shape={self.shape}, dtype={self.dtype})"
+
+    # Operators dispatch to the handle's own (running) kernel context.
+    def __add__(self, other):
+        return self.ctx._binary("add", self, other)
+
+    def __radd__(self, other):
+        return self.ctx._binary("add", other, self)
+
+    def __sub__(self, other):
+        return self.ctx._binary("sub", self, other)
+
+    def __rsub__(self, other):
+        return self.ctx._binary("sub", other, self)
+
+    def __mul__(self, other):
+        return self.ctx._binary("mul", self, other)
+
+    def __rmul__(self, other):
+        return self.ctx._binary("mul", other, self)
+
+    def __truediv__(self, other):
+        return self.ctx._binary("div", self, other)
+
+    def __rtruediv__(self, other):
+        return self.ctx._binary("div", other, self)
+
+    def __neg__(self):
+        return self.ctx._binary("mul", self, -1.0)
+
+    def __matmul__(self, other):
+        return self.ctx.dot(self, other)
+
+
+def _nbytes(shape: Sequence[int], dtype: str) -> int:
+    return math.prod(shape) * np.dtype(dtype).itemsize
+
+
+_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "abs": np.abs, "cos": np.cos, "sin": np.sin,
+    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+}
+_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
+    "maximum": np.maximum, "minimum": np.minimum,
+}
+_REDUCE = {"sum": np.sum, "max": np.max, "min": np.min}
+
+
+def _f32(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
+class TLContext:
+    """The ``tl`` object a kernel receives: its PE, program ids, scratch and every ``tl.*`` operation."""
+
+    def __init__(self, cpu: PeCpu, launch: PeLaunch, request) -> None:
+        self._cpu = cpu
+        self._launch = launch
+        self._request = request
+        self.glet = None  # set by the PE_CPU before the kernel starts
+        spec = cpu.engine.spec
+        sip, cube, pe = launch.pe
+        self.pe = launch.pe
+        self.kernel = launch.launch.msg.kernel
+        tcm_bytes = int(spec.pe.tcm.capacity_mib * (1 << 20))
+        self._scratch_bytes = int(spec.pe.tcm.scratch_mib * (1 << 20))
+        self._scratch_base = PhysAddr(sip, cube, "tcm", tcm_bytes - self._scratch_bytes, pe).encode()
+        self._cursor = 0
+        self._tile = (spec.pe.gemm.tile_m, spec.pe.gemm.tile_n, spec.pe.gemm.tile_k)
+        self._clock_ghz = spec.pe.clock_ghz
+
+    # ------------------------------------------------------------------ identity and helpers
+    def program_id(self, axis: int) -> int:
+        """This program's index: axis 0 = PE among the launch's PEs in this cube, axis 1 = cube in the SIP."""
+        return self._launch.program_id[self._axis(axis)]
+
+    def num_programs(self, axis: int) -> int:
+        """Number of programs along an axis (see :meth:`program_id`)."""
+        return self._launch.num_programs[self._axis(axis)]
+
+    @staticmethod
+    def cdiv(a: int, b: int) -> int:
+        """Ceiling division of integers."""
+        return -(-a // b)
+
+    def _axis(self, axis: int) -> int:
+        if axis not in (0, 1):
+            raise TLError(f"program axis must be 0 (PE in cube) or 1 (cube in SIP), got {axis!r}")
+        return axis
+
+    # ------------------------------------------------------------------ scratch
+    @property
+    def scratch_used(self) -> int:
+        """Bytes of scratch handed out so far."""
+        return self._cursor
+
+    def _alloc(self, nbytes: int) -> int:
+        start = -(-self._cursor // SCRATCH_ALIGN) * SCRATCH_ALIGN
+        if start + nbytes > self._scratch_bytes:
+            raise ScratchOverflowError(
+                f"kernel {self.kernel!r} on PE {self.pe}: needs {nbytes} more bytes of TCM scratch but only "
+                f"{self._scratch_bytes - start} of {self._scratch_bytes} are left; use smaller tiles or raise "
+                f"pe.tcm.scratch_mib in the topology")
+        self._cursor = start + nbytes
+        return self._scratch_base + start
+
+    def _new(self, shape: Sequence[int], dtype: str) -> TensorHandle:
+        shape = tuple(int(s) for s in shape)
+        return TensorHandle(self, self._alloc(_nbytes(shape, dtype)), shape, dtype, "tcm")
+
+    # ------------------------------------------------------------------ blocking issue
+    def _issue(self, cmd) -> None:
+        self._cpu.issue(cmd, self._request)
+        self.glet.parent.switch(cmd.done)
+
+    def _event(self):
+        return self._cpu.engine.env.event()
+
+    def _own(self, *handles) -> None:
+        for h in handles:
+            if isinstance(h, TensorHandle) and h.ctx is not self:
+                raise TLError(f"kernel {self.kernel!r} on PE {self.pe} used a tensor handle created by another "
+                              f"kernel ({h.ctx.kernel!r} on PE {h.ctx.pe}); handles are only valid in their kernel")
+
+    def _tcm(self, op: str, *handles) -> None:
+        self._own(*handles)
+        for h in handles:
+            if isinstance(h, TensorHandle) and h.space != "tcm":
+                raise TLError(f"tl.{op}: operand {h} is in HBM; tl.load it into the TCM first")
+
+    # ------------------------------------------------------------------ data movement
+    def ref(self, arg: TensorArg | TensorHandle) -> TensorHandle:
+        """A handle naming an HBM tensor argument without moving data."""
+        if isinstance(arg, TensorHandle):
+            self._own(arg)
+            return arg
+        if not isinstance(arg, TensorArg):
+            raise TLError(f"tl.ref expects a tensor argument, got {type(arg).__name__}")
+        return TensorHandle(self, arg.addr.encode(), arg.shape, arg.dtype, "hbm")
+
+    def load(self, src: TensorArg | TensorHandle) -> TensorHandle:
+        """DMA a tensor into TCM scratch and return the TCM handle (waits for the data)."""
+        h = self.ref(src)
+        out = self._new(h.shape, h.dtype)
+        self._issue(DmaReadCmd(h.addr, out.addr, h.nbytes, self._event()))
+        return out
+
+    def store(self, dst: TensorArg | TensorHandle, src: TensorHandle) -> None:
+        """DMA a TCM tensor to ``dst`` (an HBM tensor of the same shape and dtype); waits until written."""
+        d = self.ref(dst)
+        self._tcm("store", src)
+        if d.shape != src.shape or d.dtype != src.dtype:
+            raise TLError(f"tl.store: destination is {d.shape} {d.dtype} but the value is {src.shape} {src.dtype}")
+        self._issue(DmaWriteCmd(src.addr, d.addr, src.nbytes, self._event()))
+
+    # ------------------------------------------------------------------ compute
+    def _run(self, engine: str, op: str, inputs: Sequence[TensorHandle], out: TensorHandle, work: int,
+             fn: Callable[..., np.ndarray], params: dict | None = None) -> TensorHandle:
+        reads = [(h.addr, h.shape, h.dtype) for h in inputs]
+        dst, shape, dtype = out.addr, out.shape, out.dtype
+
+        def compute(mem) -> None:
+            args = [_f32(mem.read_array(a, s, d)) for a, s, d in reads]
+            mem.write(dst, np.asarray(fn(*args), dtype=np.float32 if dtype == "float16" else dtype)
+                      .astype(dtype).reshape(shape))
+
+        self._issue(ComputeCmd(engine, op, sum(h.nbytes for h in inputs), out.nbytes, work, self._event(),
+                               compute, params or {}))
+        return out
+
+    def dot(self, a: TensorHandle, b: TensorHandle, out_dtype: str = "float32") -> TensorHandle:
+        """Matrix product of two TCM tensors [M, K] @ [K, N] on the GEMM engine."""
+        self._tcm("dot", a, b)
+        if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
+            raise TLError(f"tl.dot: shapes {a.shape} and {b.shape} do not form [M, K] @ [K, N]")
+        m, k = a.shape
+        n = b.shape[1]
+        tm, tn, tk = self._tile
+        tiles = self.cdiv(m, tm) * self.cdiv(n, tn) * self.cdiv(k, tk)
+        out = self._new((m, n), out_dtype)
+        return self._run("gemm", f"gemm_{a.dtype}", (a, b), out, tiles, np.matmul,
+                         {"m": m, "n": n, "k": k, "tiles": tiles})
+
+    def _unary(self, op: str, x: TensorHandle) -> TensorHandle:
+        self._tcm(op, x)
+        return self._run("math", op, (x,), self._new(x.shape, x.dtype), x.size, _UNARY[op])
+
+    def exp(self, x: TensorHandle) -> TensorHandle:
+        """Elementwise e**x."""
+        return self._unary("exp", x)
+
+    def log(self, x: TensorHandle) -> TensorHandle:
+        """Elementwise natural logarithm."""
+        return self._unary("log", x)
+
+    def sqrt(self, x: TensorHandle) -> TensorHandle:
+        """Elementwise square root."""
+        return self._unary("sqrt", x)
+
+    def abs(self, x: TensorHandle) -> TensorHandle:
+        """Elementwise absolute value."""
+        return self._unary("abs", x)
+
+    def sigmoid(self, x: TensorHandle) -> TensorHandle:
+        """Elementwise 1 / (1 + e**-x)."""
+        return self._unary("sigmoid", x)
+
+    def cos(self, x: TensorHandle) -> TensorHandle:
+        """Elementwise cosine."""
+        return self._unary("cos", x)
+
+    def sin(self, x: TensorHandle) -> TensorHandle:
+        """Elementwise sine."""
+        return self._unary("sin", x)
+
+    def _binary(self, op: str, a, b) -> TensorHandle:
+        handles = [x for x in (a, b) if isinstance(x, TensorHandle)]
+        if not handles:
+            raise TLError(f"tl.{op}: at least one operand must be a tensor")
+        self._tcm(op, *handles)
+        for x in (a, b):
+            if not isinstance(x, (TensorHandle, int, float)):
+                raise TLError(f"tl.{op}: operands must be tensors or Python numbers, got {type(x).__name__}")
+        shapes = [x.shape for x in handles]
+        try:
+            shape = np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise TLError(f"tl.{op}: shapes {shapes[0]} and {shapes[-1]} do not broadcast") from None
+        dtype = handles[0].dtype
+        fn = _BINARY[op]
+        if isinstance(a, TensorHandle) and isinstance(b, TensorHandle):
+            return self._run("math", op, (a, b), self._new(shape, dtype), math.prod(shape), fn)
+        if isinstance(a, TensorHandle):
+            sb = float(b)
+            return self._run("math", op, (a,), self._new(shape, dtype), math.prod(shape), lambda x: fn(x, sb))
+        sa = float(a)
+        return self._run("math", op, (b,), self._new(shape, dtype), math.prod(shape), lambda y: fn(sa, y))
+
+    def maximum(self, a, b) -> TensorHandle:
+        """Elementwise maximum (tensor/tensor or tensor/number)."""
+        return self._binary("maximum", a, b)
+
+    def minimum(self, a, b) -> TensorHandle:
+        """Elementwise minimum (tensor/tensor or tensor/number)."""
+        return self._binary("minimum", a, b)
+
+    def fma(self, a: TensorHandle, b: TensorHandle, c: TensorHandle) -> TensorHandle:
+        """Elementwise a * b + c."""
+        self._tcm("fma", a, b, c)
+        shape = self._broadcast("fma", a, b, c)
+        return self._run("math", "fma", (a, b, c), self._new(shape, a.dtype), math.prod(shape),
+                         lambda x, y, z: x * y + z)
+
+    def clamp(self, x: TensorHandle, lo: float, hi: float) -> TensorHandle:
+        """Elementwise min(max(x, lo), hi)."""
+        self._tcm("clamp", x)
+        if lo > hi:
+            raise TLError(f"tl.clamp: lo={lo} is above hi={hi}")
+        return self._run("math", "clamp", (x,), self._new(x.shape, x.dtype), x.size, lambda v: np.clip(v, lo, hi))
+
+    def where(self, cond: TensorHandle, a: TensorHandle, b: TensorHandle) -> TensorHandle:
+        """Elementwise ``a`` where ``cond`` is non-zero, else ``b``."""
+        self._tcm("where", cond, a, b)
+        shape = self._broadcast("where", cond, a, b)
+        return self._run("math", "where", (cond, a, b), self._new(shape, a.dtype), math.prod(shape),
+                         lambda c, x, y: np.where(c != 0, x, y))
+
+    def _broadcast(self, op: str, *handles: TensorHandle) -> tuple[int, ...]:
+        try:
+            return tuple(np.broadcast_shapes(*(h.shape for h in handles)))
+        except ValueError:
+            raise TLError(f"tl.{op}: shapes {[h.shape for h in handles]} do not broadcast") from None
+
+    def _reduce(self, op: str, x: TensorHandle, axis: int | None) -> TensorHandle:
+        self._tcm(op, x)
+        if axis is not None and not -len(x.shape) <= axis < len(x.shape):
+            raise TLError(f"tl.{op}: axis {axis} is out of range for shape {x.shape}")
+        shape = () if axis is None else tuple(s for i, s in enumerate(x.shape) if i != axis % len(x.shape))
+        fn = _REDUCE[op]
+        return self._run("math", op, (x,), self._new(shape or (1,), x.dtype), x.size,
+                         lambda v: fn(v, axis=axis), {"axis": axis})
+
+    def sum(self, x: TensorHandle, axis: int | None = None) -> TensorHandle:
+        """Sum over ``axis`` (all elements when None, giving shape (1,))."""
+        return self._reduce("sum", x, axis)
+
+    def max(self, x: TensorHandle, axis: int | None = None) -> TensorHandle:
+        """Maximum over ``axis``."""
+        return self._reduce("max", x, axis)
+
+    def min(self, x: TensorHandle, axis: int | None = None) -> TensorHandle:
+        """Minimum over ``axis``."""
+        return self._reduce("min", x, axis)
+
+    def softmax(self, x: TensorHandle, axis: int = -1) -> TensorHandle:
+        """Numerically stable softmax along ``axis``; the math engine makes four passes (max, exp, sum, divide)."""
+        self._tcm("softmax", x)
+
+        def fn(v):
+            e = np.exp(v - v.max(axis=axis, keepdims=True))
+            return e / e.sum(axis=axis, keepdims=True)
+
+        return self._run("math", "softmax", (x,), self._new(x.shape, x.dtype), 4 * x.size, fn, {"axis": axis})
+
+    def trans(self, x: TensorHandle) -> TensorHandle:
+        """A real transpose of the last two axes, written to a new TCM tensor."""
+        self._tcm("trans", x)
+        if len(x.shape) < 2:
+            raise TLError(f"tl.trans needs at least 2 dimensions, got shape {x.shape}")
+        shape = (*x.shape[:-2], x.shape[-1], x.shape[-2])
+        return self._run("math", "transpose", (x,), self._new(shape, x.dtype), x.size,
+                         lambda v: np.swapaxes(v, -1, -2))
+
+    def full(self, shape: Sequence[int], value: float, dtype: str = "float32") -> TensorHandle:
+        """A new TCM tensor filled with ``value``."""
+        self._dtype(dtype)
+        out = self._new(shape, dtype)
+        return self._run("math", "fill", (), out, out.size, lambda: np.full(out.shape, value), {"value": value})
+
+    def zeros(self, shape: Sequence[int], dtype: str = "float32") -> TensorHandle:
+        """A new TCM tensor of zeros."""
+        return self.full(shape, 0.0, dtype)
+
+    def arange(self, start: int, stop: int | None = None, dtype: str = "int32") -> TensorHandle:
+        """A new 1-D TCM tensor holding ``start, start+1, ..., stop-1``."""
+        if stop is None:
+            start, stop = 0, start
+        if stop <= start:
+            raise TLError(f"tl.arange({start}, {stop}) is empty")
+        self._dtype(dtype)
+        out = self._new((stop - start,), dtype)
+        return self._run("math", "iota", (), out, out.size, lambda: np.arange(start, stop))
+
+    def _dtype(self, dtype: str) -> None:
+        if dtype not in DTYPES:
+            raise TLError(f"unsupported dtype {dtype!r}; use one of {', '.join(DTYPES)}")
+
+    # ------------------------------------------------------------------ time
+    def cycles(self, n: int) -> None:
+        """Charge ``n`` PE clock cycles of PE_CPU work."""
+        if not isinstance(n, int) or n < 0:
+            raise TLError(f"tl.cycles expects a non-negative integer, got {n!r}")
+        self._issue(CyclesCmd(n, self._event()))
+
+    def wait(self, x: TensorHandle | None = None) -> TensorHandle | None:
+        """Wait for ``x`` to be ready; every operation here completes before returning, so this returns at once."""
+        if x is not None:
+            self._own(x)
+        return x
