@@ -8,7 +8,7 @@ maps names to classes. Swapping an implementation is a one-line YAML change
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from kernbench.sim.errors import ComponentError
@@ -87,8 +87,8 @@ class ComponentRegistry:
             raise ComponentError(f"unknown component implementation {name!r}; known: "
                                  f"{', '.join(self.names)}") from None
 
-    def build(self, engine: GraphEngine, graph: TopologyGraph) -> dict[str, Component]:
-        """Instantiate one component per node whose type has a binding."""
+    def build(self, engine: GraphEngine, graph: TopologyGraph) -> ComponentMap:
+        """One component per node whose type has a binding, each created on first access."""
         bindings = graph.spec.component_bindings
         factories = {}
         for node_type, name in bindings.items():
@@ -96,4 +96,48 @@ class ComponentRegistry:
                 raise ComponentError(f"{graph.spec.source}: components.{node_type} = {name!r} is an unknown "
                                      f"component implementation; known: {', '.join(self.names)}")
             factories[node_type] = self._impls[name]
-        return {n.id: factories[n.type](engine, n) for n in graph.nodes.values() if n.type in factories}
+        return ComponentMap(engine, graph, factories)
+
+
+class ComponentMap(Mapping):
+    """Node id -> component for every bound node; instances are created lazily on first lookup.
+
+    Building thousands of components an engine never touches would dominate
+    short runs (the probe builds one engine per case), so creation waits
+    until a route or a lookup needs the node.
+    """
+
+    __slots__ = ("_engine", "_factories", "_graph", "_ids", "_made")
+
+    def __init__(self, engine: GraphEngine, graph: TopologyGraph, factories: dict[str, ComponentFactory]) -> None:
+        self._engine = engine
+        self._graph = graph
+        self._factories = factories
+        self._made: dict[str, Component] = {}
+        self._ids: list[str] | None = None
+
+    def __getitem__(self, node_id: str) -> Component:
+        comp = self._made.get(node_id)
+        if comp is None:
+            node = self._graph.nodes.get(node_id)
+            factory = self._factories.get(node.type) if node is not None else None
+            if factory is None:
+                raise KeyError(node_id)
+            comp = self._made[node_id] = factory(self._engine, node)
+        return comp
+
+    def __iter__(self):
+        if self._ids is None:
+            self._ids = [n.id for n in self._graph.nodes.values() if n.type in self._factories]
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, node_id: object) -> bool:
+        node = self._graph.nodes.get(node_id) if isinstance(node_id, str) else None
+        return node is not None and node.type in self._factories
+
+    def created(self) -> dict[str, Component]:
+        """The components instantiated so far (insertion order)."""
+        return dict(self._made)

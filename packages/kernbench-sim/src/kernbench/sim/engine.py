@@ -130,7 +130,7 @@ class GraphEngine:
         self.memory: MemoryStore | None = MemoryStore() if data else None
         self.events = 0
         self.wires: dict[tuple[str, str], Wire] = {}  # created on first use by route()
-        self.components: dict[str, Component] = registry.build(self, graph)
+        self.components = registry.build(self, graph)
         self._routes: dict[tuple[str, ...], Route] = {}
         self._pending: dict[int, Request] = {}
         self._next_corr = 1
