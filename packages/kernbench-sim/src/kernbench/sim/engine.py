@@ -20,7 +20,7 @@ from itertools import pairwise
 import simpy
 from simpy.events import NORMAL, Event
 
-from kernbench.sim.component import Component, ComponentRegistry
+from kernbench.sim.component import ComponentRegistry
 from kernbench.sim.errors import ComponentError, DeadlockError, MessageError
 from kernbench.sim.fabric import Packet, Route, Transfer, Wire, split_packets
 from kernbench.sim.memory_store import MemoryStore

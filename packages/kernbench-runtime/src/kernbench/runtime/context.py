@@ -1,0 +1,260 @@
+"""The host runtime: a PyTorch-like object that deploys tensors and launches kernels on one SIP.
+
+``RuntimeContext`` owns the engine for a compiled topology, per-PE
+allocators and the tensors it created. Tensors are placed by a
+:class:`DPPolicy` into shards, each a physical-address range tagged with its
+``(sip, cube, pe)``; creating one allocates every shard and writes it over
+the host memory path (H2D), and reading one back issues D2H reads. Every
+call that touches the device runs the simulation until its requests
+complete, so host code reads top to bottom like a synchronous script; the
+simulated clock (:attr:`now_ns`) advances accordingly.
+
+A launch targets the PEs holding the first tensor argument's shards; every
+tensor argument must have a shard on each of those PEs, which the kernel
+receives as a :class:`~kernbench.tl.TensorArg` (its local shard). Other
+arguments (numbers, strings) pass through unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kernbench.components import default_registry
+from kernbench.components.launch import LaunchResult
+from kernbench.runtime.allocator import PEMemAllocator
+from kernbench.runtime.placement import DPPolicy, Shard, resolve_shards
+from kernbench.sim import ComponentRegistry, GraphEngine, MemoryReadMsg, MemoryWriteMsg, Request
+from kernbench.sim.messages import KernelLaunchMsg
+from kernbench.tl import TensorArg
+from kernbench.topology import TopologyGraph, load_topology
+from kernbench.topology.address import PhysAddr
+from kernbench.topology.errors import KernbenchError
+
+DTYPES = ("float16", "float32", "int32")
+
+
+class RuntimeApiError(KernbenchError):
+    """Misuse of the host runtime (wrong device, data read without data mode, freed tensor)."""
+
+
+@dataclass
+class Tensor:
+    """A deployed tensor: logical shape and dtype, its placement, and one PA range per shard."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    policy: DPPolicy
+    sip: int
+    shards: list[tuple[Shard, PhysAddr]] = field(repr=False)
+    freed: bool = False
+
+    @property
+    def nbytes(self) -> int:
+        """Logical size in bytes (one copy)."""
+        return math.prod(self.shape) * np.dtype(self.dtype).itemsize
+
+    def shard_on(self, sip: int, cube: int, pe: int) -> tuple[Shard, PhysAddr] | None:
+        """This tensor's shard on a PE, if it has one."""
+        for shard, addr in self.shards:
+            if (shard.sip, shard.cube, shard.pe) == (sip, cube, pe):
+                return shard, addr
+        return None
+
+
+@dataclass
+class LaunchHandle:
+    """A submitted launch; :meth:`RuntimeContext.wait` completes it."""
+
+    name: str
+    request: Request
+
+    @property
+    def result(self) -> LaunchResult | None:
+        """Per-PE reports once the launch has completed."""
+        return self.request.result
+
+
+def _shard_shape(shape: tuple[int, ...], shard: Shard) -> tuple[int, ...]:
+    rows, cols = shard.rows[1] - shard.rows[0], shard.cols[1] - shard.cols[0]
+    if len(shape) <= 1:
+        return (cols,)
+    if (rows, cols) == (math.prod(shape[:-1]), shape[-1]):
+        return shape
+    return rows, cols
+
+
+class RuntimeContext:
+    """Host API over one simulated device (SIP ``device``) of a compiled topology."""
+
+    def __init__(self, graph: TopologyGraph, *, device: int = 0, data: bool = False,
+                 registry: ComponentRegistry | None = None, trace: bool = False) -> None:
+        sips = graph.spec.system.sips.count
+        if not 0 <= device < sips:
+            raise RuntimeApiError(f"device {device} does not exist; the topology has SIPs 0..{sips - 1}")
+        self.graph = graph
+        self.device = device
+        self.engine = GraphEngine(graph, registry or default_registry(), trace=trace, data=data)
+        self._alloc: dict[tuple[int, int, int], PEMemAllocator] = {}
+        self._tensors: list[Tensor] = []
+        self._launches: list[LaunchHandle] = []
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def spec(self):
+        """The topology spec."""
+        return self.graph.spec
+
+    @property
+    def data(self) -> bool:
+        """Whether real numerics are computed."""
+        return self.engine.data
+
+    @property
+    def now_ns(self) -> float:
+        """The simulated clock, ns."""
+        return self.engine.now
+
+    @property
+    def oplog(self):
+        """The engine's op log."""
+        return self.engine.oplog
+
+    def _allocator(self, sip: int, cube: int, pe: int) -> PEMemAllocator:
+        key = (sip, cube, pe)
+        alloc = self._alloc.get(key)
+        if alloc is None:
+            alloc = self._alloc[key] = PEMemAllocator(sip, cube, pe, self.spec)
+        return alloc
+
+    def _drain(self, requests: list[Request]) -> None:
+        for req in requests:
+            if req.t_end is None:
+                self.engine.env.run(until=req.done)
+        for req in requests:
+            if req.error is not None:
+                raise req.error
+
+    # ------------------------------------------------------------------ tensors
+    def empty(self, shape, dtype: str = "float16", policy: DPPolicy | None = None) -> Tensor:
+        """Allocate a tensor's shards without writing them."""
+        shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
+        if dtype not in DTYPES:
+            raise RuntimeApiError(f"unsupported dtype {dtype!r}; use one of {', '.join(DTYPES)}")
+        policy = policy or DPPolicy()
+        shards = resolve_shards(shape, np.dtype(dtype).itemsize, policy, self.spec, self.device)
+        placed: list[tuple[Shard, PhysAddr]] = []
+        try:
+            for shard in shards:
+                placed.append((shard, self._allocator(shard.sip, shard.cube, shard.pe).alloc_hbm(shard.nbytes)))
+        except KernbenchError:
+            for shard, addr in placed:
+                self._allocator(shard.sip, shard.cube, shard.pe).free_hbm(addr, shard.nbytes)
+            raise
+        t = Tensor(shape, dtype, policy, self.device, placed)
+        self._tensors.append(t)
+        return t
+
+    def from_numpy(self, array: np.ndarray, policy: DPPolicy | None = None) -> Tensor:
+        """Deploy a numpy array: allocate, then write every shard over the host memory path."""
+        arr = np.ascontiguousarray(array)
+        t = self.empty(arr.shape, str(arr.dtype), policy)
+        view = arr.reshape(1, -1) if arr.ndim <= 1 else arr.reshape(-1, arr.shape[-1])
+        reqs = []
+        for shard, addr in t.shards:
+            part = np.ascontiguousarray(view[shard.rows[0]:shard.rows[1], shard.cols[0]:shard.cols[1]])
+            reqs.append(self.engine.submit(MemoryWriteMsg(addr, shard.nbytes, part.tobytes() if self.data else None)))
+        self._drain(reqs)
+        return t
+
+    def zeros(self, shape, dtype: str = "float16", policy: DPPolicy | None = None) -> Tensor:
+        """A deployed tensor of zeros."""
+        return self.from_numpy(np.zeros(shape, dtype=dtype), policy)
+
+    def to_numpy(self, t: Tensor) -> np.ndarray:
+        """Read a tensor back (D2H reads of every shard) and assemble it; needs data mode."""
+        self._live(t)
+        if not self.data:
+            raise RuntimeApiError("to_numpy needs real numerics: create the context with data=True")
+        reqs = [self.engine.submit(MemoryReadMsg(addr, shard.nbytes)) for shard, addr in t.shards]
+        self._drain(reqs)
+        rows = math.prod(t.shape[:-1]) if len(t.shape) > 1 else 1
+        cols = t.shape[-1] if t.shape else 1
+        out = np.zeros((rows, cols), dtype=t.dtype)
+        for (shard, _), req in zip(t.shards, reqs, strict=True):
+            r, c = shard.rows, shard.cols
+            out[r[0]:r[1], c[0]:c[1]] = req.result.view(t.dtype).reshape(r[1] - r[0], c[1] - c[0])
+        return out.reshape(t.shape)
+
+    def free(self, t: Tensor) -> None:
+        """Release a tensor's shards."""
+        self._live(t)
+        for shard, addr in t.shards:
+            self._allocator(shard.sip, shard.cube, shard.pe).free_hbm(addr, shard.nbytes)
+        t.freed = True
+        self._tensors.remove(t)
+
+    def _live(self, t: Tensor) -> None:
+        if not isinstance(t, Tensor):
+            raise RuntimeApiError(f"expected a Tensor from this runtime, got {type(t).__name__}")
+        if t.freed:
+            raise RuntimeApiError("the tensor was freed; create it again")
+
+    # ------------------------------------------------------------------ kernels
+    def launch(self, name: str, fn: Callable, *args) -> LaunchHandle:
+        """Launch ``fn(tl, *args)`` on every PE holding a shard of the first tensor argument."""
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        if not tensors:
+            raise RuntimeApiError(f"launch {name!r}: pass at least one tensor to decide the target PEs")
+        for t in tensors:
+            self._live(t)
+        pes = sorted({(s.sip, s.cube, s.pe) for s, _ in tensors[0].shards})
+        targets = []
+        for pe in pes:
+            pe_args = []
+            for i, a in enumerate(args):
+                if not isinstance(a, Tensor):
+                    pe_args.append(a)
+                    continue
+                found = a.shard_on(*pe)
+                if found is None:
+                    raise RuntimeApiError(f"launch {name!r}: tensor argument {i} has no shard on PE "
+                                        f"sip{pe[0]}.cube{pe[1]}.pe{pe[2]}; place it with a DPPolicy that covers "
+                                        f"the PEs of the first tensor argument")
+                shard, addr = found
+                pe_args.append(TensorArg(addr, _shard_shape(a.shape, shard), a.dtype))
+            targets.append((pe, tuple(pe_args)))
+        handle = LaunchHandle(name, self.engine.submit(KernelLaunchMsg(name, fn, tuple(targets))))
+        self._launches.append(handle)
+        return handle
+
+    def wait(self, handle: LaunchHandle) -> LaunchResult:
+        """Run the simulation until the launch completes; raise the kernel's error if one failed."""
+        self._drain([handle.request])
+        return handle.request.result
+
+    def wait_all(self) -> None:
+        """Wait for every launch submitted so far."""
+        self._drain([h.request for h in self._launches])
+
+    def cleanup(self) -> None:
+        """Free every live tensor."""
+        for t in list(self._tensors):
+            self.free(t)
+
+
+@contextlib.contextmanager
+def session(topology: str | Path | TopologyGraph, device: int = 0, data: bool = False,
+            trace: bool = False) -> Iterator[RuntimeContext]:
+    """``with session("topologies/topology.yaml", device=0, data=True) as torch: ...`` for scripts and notebooks."""
+    graph = topology if isinstance(topology, TopologyGraph) else load_topology(topology)
+    ctx = RuntimeContext(graph, device=device, data=data, trace=trace)
+    try:
+        yield ctx
+    finally:
+        ctx.cleanup()
