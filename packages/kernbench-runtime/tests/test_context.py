@@ -67,7 +67,7 @@ def test_launch_needs_a_shard_on_every_target(graph):
     ctx = RuntimeContext(graph)
     a = ctx.empty((8, 8), policy=DPPolicy(num_cubes=2, num_pes=1))
     b = ctx.empty((8, 8), policy=DPPolicy(num_cubes=1, num_pes=1))
-    with pytest.raises(RuntimeApiError, match="tensor argument 1 has no shard on PE sip0.cube1.pe0"):
+    with pytest.raises(RuntimeApiError, match=r"tensor argument 1 has no shard on PE sip0\.cube1\.pe0"):
         ctx.launch("k", lambda tl, a, b: None, a, b)
 
 

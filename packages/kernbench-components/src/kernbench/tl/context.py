@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kernbench.components.pe.commands import ComputeCmd, CyclesCmd, DmaReadCmd, DmaWriteCmd
+from kernbench.components.pe.composite import EPILOGUE_OPS, SCOPES, CompositeCmd, EpilogueOp, Operand
+from kernbench.components.tiling import gemm_plan
 from kernbench.topology.address import PhysAddr
 from kernbench.topology.errors import KernbenchError
 
@@ -55,6 +57,17 @@ class TensorArg:
     def nbytes(self) -> int:
         """Size of the shard in bytes."""
         return _nbytes(self.shape, self.dtype)
+
+
+class CompletionHandle:
+    """The future of a :meth:`TLContext.composite`; ``tl.wait(h)`` returns its output handle."""
+
+    __slots__ = ("ctx", "event", "out")
+
+    def __init__(self, ctx: TLContext, event, out: TensorHandle) -> None:
+        self.ctx = ctx
+        self.event = event
+        self.out = out
 
 
 class TensorHandle:
@@ -151,6 +164,7 @@ class TLContext:
         self._cursor = 0
         self._tile = (spec.pe.gemm.tile_m, spec.pe.gemm.tile_n, spec.pe.gemm.tile_k)
         self._clock_ghz = spec.pe.clock_ghz
+        self._pending: list = []
 
     # ------------------------------------------------------------------ identity and helpers
     def program_id(self, axis: int) -> int:
@@ -425,8 +439,99 @@ class TLContext:
             raise TLError(f"tl.cycles expects a non-negative integer, got {n!r}")
         self._issue(CyclesCmd(n, self._event()))
 
-    def wait(self, x: TensorHandle | None = None) -> TensorHandle | None:
-        """Wait for ``x`` to be ready; every operation here completes before returning, so this returns at once."""
-        if x is not None:
-            self._own(x)
+    # ------------------------------------------------------------------ composite
+    def composite(self, a, b, out=None, *, epilogue: Sequence[dict] = (), out_dtype: str = "float32"
+                  ) -> CompletionHandle:
+        """Issue ``out = epilogue(a @ b)`` as one tiled pipeline; returns at once with a handle for :meth:`wait`.
+
+        Operand staging follows where the operands are: both in HBM (``tl.ref``
+        or tensor arguments) streams A and B blocks per tile (``ref_ref``); A in
+        TCM and B in HBM streams only B (``load_ref``); both in TCM streams
+        nothing (``load_load``). ``out`` is an HBM tensor (each output tile is
+        DMA-written) or None for a new TCM tensor. ``epilogue`` items are dicts
+        ``{"op": ..., "scope": "k_tile" | "output_tile" | "once", ...fields}``.
+        Operands must not be modified until the composite has been waited for.
+        """
+        ha = self.ref(a) if isinstance(a, TensorArg) else a
+        hb = self.ref(b) if isinstance(b, TensorArg) else b
+        self._own(ha, hb)
+        if len(ha.shape) != 2 or len(hb.shape) != 2 or ha.shape[1] != hb.shape[0]:
+            raise TLError(f"tl.composite: shapes {ha.shape} and {hb.shape} do not form [M, K] @ [K, N]")
+        variant = {("hbm", "hbm"): "ref_ref", ("tcm", "hbm"): "load_ref", ("tcm", "tcm"): "load_load"}.get(
+            (ha.space, hb.space))
+        if variant is None:
+            raise TLError("tl.composite: with B in TCM, A must be in TCM too (tl.load it): staging variants are "
+                          "ref_ref, load_ref and load_load")
+        m, k = ha.shape
+        n = hb.shape[1]
+        if out is None:
+            self._dtype(out_dtype)
+            ho = self._new((m, n), out_dtype)
+        else:
+            ho = self.ref(out) if isinstance(out, TensorArg) else out
+            self._own(ho)
+            if ho.shape != (m, n):
+                raise TLError(f"tl.composite: output is {ho.shape} but a @ b is {(m, n)}")
+        ops = tuple(self._epilogue(item, n) for item in epilogue)
+        plan = gemm_plan(m, n, k, tile=self._tile, itemsize_in=np.dtype(ha.dtype).itemsize,
+                         itemsize_out=np.dtype(ho.dtype).itemsize, variant=variant, out_in_hbm=ho.space == "hbm")
+        done = self._event()
+        cmd = CompositeCmd(plan, Operand(ha.addr, ha.shape, ha.dtype, ha.space == "hbm"),
+                           Operand(hb.addr, hb.shape, hb.dtype, hb.space == "hbm"),
+                           Operand(ho.addr, ho.shape, ho.dtype, ho.space == "hbm"), ops, done)
+        self._cpu.issue(cmd, self._request)
+        handle = CompletionHandle(self, done, ho)
+        self._pending.append(done)
+        return handle
+
+    def _epilogue(self, item: dict, n: int) -> EpilogueOp:
+        if not isinstance(item, dict) or "op" not in item:
+            raise TLError(f"tl.composite: each epilogue item is a dict with an 'op', got {item!r}")
+        op = item["op"]
+        if op not in EPILOGUE_OPS:
+            raise TLError(f"tl.composite: unknown epilogue op {op!r}; known: {', '.join(EPILOGUE_OPS)}")
+        missing = [f for f in EPILOGUE_OPS[op] if f not in item]
+        if missing:
+            raise TLError(f"tl.composite: epilogue op {op!r} needs field(s) {', '.join(missing)}")
+        scope = item.get("scope", "output_tile")
+        if scope not in SCOPES:
+            raise TLError(f"tl.composite: epilogue scope {scope!r} is invalid; use one of {', '.join(SCOPES)}")
+        unknown = set(item) - {"op", "scope", *EPILOGUE_OPS[op]}
+        if unknown:
+            raise TLError(f"tl.composite: epilogue op {op!r} has unknown field(s) {', '.join(sorted(unknown))}")
+        if op == "bias":
+            vec = item["vector"]
+            self._tcm("composite", vec)
+            if vec.shape != (n,):
+                raise TLError(f"tl.composite: bias vector must have shape ({n},), got {vec.shape}")
+            return EpilogueOp(op, scope, vector=(vec.addr, n, vec.dtype))
+        return EpilogueOp(op, scope, value=float(item.get("value", 0.0)))
+
+    def wait(self, x=None):
+        """Wait for a composite (returns its output handle), or for every pending composite when ``x`` is None.
+
+        A plain tensor handle is already complete (every other operation
+        finishes before returning), so it is returned as is.
+        """
+        if isinstance(x, CompletionHandle):
+            if x.ctx is not self:
+                raise TLError("tl.wait: the completion handle belongs to another kernel")
+            self._block(x.event)
+            return x.out
+        if x is None:
+            for ev in list(self._pending):
+                self._block(ev)
+            return None
+        self._own(x)
         return x
+
+    def _block(self, ev) -> None:
+        if not ev.processed:
+            self.glet.parent.switch(ev)
+        if ev in self._pending:
+            self._pending.remove(ev)
+
+    @property
+    def pending_events(self) -> list:
+        """Events of issued, not yet waited-for asynchronous commands."""
+        return self._pending

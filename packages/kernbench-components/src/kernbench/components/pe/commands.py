@@ -20,22 +20,28 @@ Compute = Callable[[MemoryStore], None]
 
 @dataclass(frozen=True, slots=True)
 class DmaReadCmd:
-    """Copy ``nbytes`` from physical address ``src`` (HBM/SRAM/another TCM) into this PE's TCM at ``dst``."""
+    """Copy ``nbytes`` from physical address ``src`` (HBM/SRAM/another TCM) into this PE's TCM at ``dst``.
+
+    ``copy_data`` is False for a composite's staging reads, whose numbers the
+    composite computes from its operands directly.
+    """
 
     src: int
     dst: int
     nbytes: int
     done: simpy.Event = field(repr=False, compare=False)
+    copy_data: bool = True
 
 
 @dataclass(frozen=True, slots=True)
 class DmaWriteCmd:
-    """Copy ``nbytes`` from this PE's TCM at ``src`` to physical address ``dst``."""
+    """Copy ``nbytes`` from this PE's TCM at ``src`` to physical address ``dst`` (``copy_data`` as for reads)."""
 
     src: int
     dst: int
     nbytes: int
     done: simpy.Event = field(repr=False, compare=False)
+    copy_data: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,11 +68,19 @@ class PeCpu(Component):
             self._report(ctx, f"{type(exc).__name__}: {exc}")
             return
         if ctx.glet.dead:
-            self._report(ctx, None)
+            self._kernel_returned(ctx)
         elif ev.callbacks is None:  # already processed
             self.engine.at(self.engine.now, lambda v: self._drive(ctx, v), ev.value)
         else:
             ev.callbacks.append(lambda e: self._drive(ctx, e._value))
+
+    def _kernel_returned(self, ctx: TLContext) -> None:
+        """The kernel body returned; its run ends once the composites it left in flight complete."""
+        pending = [e for e in ctx.pending_events if not e.processed]
+        if pending:
+            pending[0].callbacks.append(lambda e: self._kernel_returned(ctx))
+            return
+        self._report(ctx, None)
 
     def _report(self, ctx: TLContext, error: str | None) -> None:
         eng = self.engine

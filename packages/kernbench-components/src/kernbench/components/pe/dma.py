@@ -35,8 +35,12 @@ class KernelDma(PeDma):
         """Queue a DMA command on its channel."""
         if not isinstance(cmd, (DmaReadCmd, DmaWriteCmd)):
             super().on_control(cmd, t, transfer)
+        self.enqueue(cmd, transfer.request)
+
+    def enqueue(self, cmd: DmaReadCmd | DmaWriteCmd, request) -> None:
+        """Queue a command on its channel now (used by the scheduler's composite pipeline)."""
         channel = "read" if isinstance(cmd, DmaReadCmd) else "write"
-        self.queues[channel].append((cmd, transfer.request))
+        self.queues[channel].append((cmd, request))
         if not self.busy[channel]:
             self._next(channel)
 
@@ -73,7 +77,7 @@ class KernelDma(PeDma):
         self.count += 1
         name = "dma_read" if channel == "read" else "dma_write"
         eng.oplog.record(t0, now, self.id, "memory", name, {"src": cmd.src, "dst": cmd.dst, "nbytes": cmd.nbytes})
-        if eng.memory is not None:
+        if eng.memory is not None and cmd.copy_data:
             eng.memory.copy(cmd.dst, cmd.src, cmd.nbytes)
         cmd.done.succeed(None)
         self._next(channel)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 from kernbench.components.pe.commands import ComputeCmd, CyclesCmd, DmaReadCmd, DmaWriteCmd
+from kernbench.components.pe.composite import CompositeCmd, CompositeRun
 from kernbench.sim.component import Component
 from kernbench.sim.fabric import Packet
 from kernbench.topology import naming as nm
@@ -82,25 +83,35 @@ class PeTcm(Component):
 
 
 class PeFetchStore(Server):
-    """Moves operands TCM -> register file (FETCH) and results back (STORE)."""
+    """Moves operands TCM -> register file (FETCH) and results back (STORE).
 
-    __slots__ = ()
+    Its two directions work independently, like the TCM's read and write
+    channels they use: a STORE never holds up the next FETCH.
+    """
 
-    def fetch(self, tcm: PeTcm, t_ready: float, nbytes: int) -> float:
-        """FETCH ``nbytes``; returns the end time (ns)."""
+    __slots__ = ("store_free",)
+
+    def __init__(self, engine, node) -> None:
+        super().__init__(engine, node)
+        self.store_free = 0.0
+
+    def fetch(self, tcm: PeTcm, t_ready: float, nbytes: int) -> tuple[float, float]:
+        """FETCH ``nbytes``; returns (start, end) ns."""
         if nbytes <= 0:
-            return t_ready
+            return t_ready, t_ready
         start, end = tcm.read(max(t_ready, self.free_at), nbytes)
         self.reserve(start, end - start)
-        return end
+        return start, end
 
-    def store(self, tcm: PeTcm, t_ready: float, nbytes: int) -> float:
-        """STORE ``nbytes``; returns the end time (ns)."""
+    def store(self, tcm: PeTcm, t_ready: float, nbytes: int) -> tuple[float, float]:
+        """STORE ``nbytes``; returns (start, end) ns."""
         if nbytes <= 0:
-            return t_ready
-        start, end = tcm.write(max(t_ready, self.free_at), nbytes)
-        self.reserve(start, end - start)
-        return end
+            return t_ready, t_ready
+        start, end = tcm.write(max(t_ready, self.store_free), nbytes)
+        self.store_free = end
+        self.busy_ns += end - start
+        self.count += 1
+        return start, end
 
 
 class PeGemm(Server):
@@ -150,6 +161,8 @@ class PeScheduler(Component):
                                      apply_source_overhead=False)
         elif isinstance(cmd, ComputeCmd):
             self._compute(cmd, t0)
+        elif isinstance(cmd, CompositeCmd):
+            CompositeRun(self, cmd, transfer.request, t0).start()
         elif isinstance(cmd, CyclesCmd):
             self.engine.at(t0, lambda _: cmd.done.succeed(None))
         else:
@@ -158,7 +171,7 @@ class PeScheduler(Component):
     def _compute(self, cmd: ComputeCmd, t0: float) -> None:
         tcm: PeTcm = self.block("pe_tcm")
         fs: PeFetchStore = self.block("pe_fetch_store")
-        t_fetch = fs.fetch(tcm, t0, cmd.fetch_bytes)
+        f0, t_fetch = fs.fetch(tcm, t0, cmd.fetch_bytes)
         if cmd.engine == "gemm":
             unit: Server = self.block("pe_gemm")
             service = cmd.work * unit.tile_ns
@@ -166,13 +179,13 @@ class PeScheduler(Component):
             unit = self.block("pe_math")
             service = math.ceil(cmd.work / unit.lanes) * unit.ns_per_step
         s_run, t_run = unit.reserve(t_fetch, service)
-        t_end = fs.store(tcm, t_run, cmd.store_bytes)
+        s0, t_end = fs.store(tcm, t_run, cmd.store_bytes)
         log = self.engine.oplog
         if cmd.fetch_bytes:
-            log.record(t0, t_fetch, fs.id, "memory", "fetch", {"nbytes": cmd.fetch_bytes})
+            log.record(f0, t_fetch, fs.id, "memory", "fetch", {"nbytes": cmd.fetch_bytes})
         log.record(s_run, t_run, unit.id, cmd.engine, cmd.op, {"work": cmd.work, **cmd.params})
         if cmd.store_bytes:
-            log.record(t_run, t_end, fs.id, "memory", "store", {"nbytes": cmd.store_bytes})
+            log.record(s0, t_end, fs.id, "memory", "store", {"nbytes": cmd.store_bytes})
         self.engine.at(t_end, self._finish, cmd)
 
     def _finish(self, cmd: ComputeCmd) -> None:
