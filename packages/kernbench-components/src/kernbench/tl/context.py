@@ -73,14 +73,30 @@ class CompletionHandle:
 class TensorHandle:
     """A tensor inside a kernel: where it lives (encoded PA), its shape and dtype."""
 
-    __slots__ = ("addr", "ctx", "dtype", "shape", "space")
+    __slots__ = ("addr", "ctx", "dtype", "pitch", "shape", "space")
 
-    def __init__(self, ctx: TLContext, addr: int, shape: tuple[int, ...], dtype: str, space: str) -> None:
+    def __init__(self, ctx: TLContext, addr: int, shape: tuple[int, ...], dtype: str, space: str,
+                 pitch: int = 0) -> None:
         self.ctx = ctx
         self.addr = addr
         self.shape = tuple(int(s) for s in shape)
         self.dtype = dtype
         self.space = space
+        self.pitch = pitch  # bytes between rows of a 2-D block of a larger HBM tensor; 0 = contiguous
+
+    def __getitem__(self, key) -> TensorHandle:
+        """A 2-D block ``h[r0:r1, c0:c1]`` of an HBM tensor (a strided DMA source or destination)."""
+        if self.space != "hbm" or len(self.shape) != 2:
+            raise TLError("only 2-D HBM tensors can be sliced into blocks; slice before tl.load")
+        if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(k, slice) for k in key)):
+            raise TLError(f"block slicing takes two slices h[r0:r1, c0:c1], got {key!r}")
+        (r0, r1, rs), (c0, c1, cs) = (k.indices(s) for k, s in zip(key, self.shape, strict=True))
+        if rs != 1 or cs != 1 or r1 <= r0 or c1 <= c0:
+            raise TLError(f"block {key!r} of a tensor of shape {self.shape} is empty or strided")
+        item = np.dtype(self.dtype).itemsize
+        pitch = self.pitch or self.shape[1] * item
+        return TensorHandle(self.ctx, self.addr + r0 * pitch + c0 * item, (r1 - r0, c1 - c0), self.dtype, "hbm",
+                            pitch if (c1 - c0) != self.shape[1] or self.pitch else 0)
 
     @property
     def nbytes(self) -> int:
@@ -239,7 +255,9 @@ class TLContext:
         """DMA a tensor into TCM scratch and return the TCM handle (waits for the data)."""
         h = self.ref(src)
         out = self._new(h.shape, h.dtype)
-        self._issue(DmaReadCmd(h.addr, out.addr, h.nbytes, self._event()))
+        row = h.shape[-1] * np.dtype(h.dtype).itemsize if h.pitch else 0
+        self._issue(DmaReadCmd(h.addr, out.addr, h.nbytes, self._event(), row_bytes=row, src_pitch=h.pitch,
+                               dst_pitch=row))
         return out
 
     def store(self, dst: TensorArg | TensorHandle, src: TensorHandle) -> None:
@@ -248,7 +266,9 @@ class TLContext:
         self._tcm("store", src)
         if d.shape != src.shape or d.dtype != src.dtype:
             raise TLError(f"tl.store: destination is {d.shape} {d.dtype} but the value is {src.shape} {src.dtype}")
-        self._issue(DmaWriteCmd(src.addr, d.addr, src.nbytes, self._event()))
+        row = d.shape[-1] * np.dtype(d.dtype).itemsize if d.pitch else 0
+        self._issue(DmaWriteCmd(src.addr, d.addr, src.nbytes, self._event(), row_bytes=row, src_pitch=row,
+                                dst_pitch=d.pitch))
 
     # ------------------------------------------------------------------ compute
     def _run(self, engine: str, op: str, inputs: Sequence[TensorHandle], out: TensorHandle, work: int,
@@ -455,6 +475,8 @@ class TLContext:
         ha = self.ref(a) if isinstance(a, TensorArg) else a
         hb = self.ref(b) if isinstance(b, TensorArg) else b
         self._own(ha, hb)
+        if ha.pitch or hb.pitch:
+            raise TLError("tl.composite takes whole tensors, not blocks; it tiles them itself")
         if len(ha.shape) != 2 or len(hb.shape) != 2 or ha.shape[1] != hb.shape[0]:
             raise TLError(f"tl.composite: shapes {ha.shape} and {hb.shape} do not form [M, K] @ [K, N]")
         variant = {("hbm", "hbm"): "ref_ref", ("tcm", "hbm"): "load_ref", ("tcm", "tcm"): "load_load"}.get(
@@ -470,8 +492,8 @@ class TLContext:
         else:
             ho = self.ref(out) if isinstance(out, TensorArg) else out
             self._own(ho)
-            if ho.shape != (m, n):
-                raise TLError(f"tl.composite: output is {ho.shape} but a @ b is {(m, n)}")
+            if ho.shape != (m, n) or ho.pitch:
+                raise TLError(f"tl.composite: output is {ho.shape} but a @ b is {(m, n)} (whole tensors only)")
         ops = tuple(self._epilogue(item, n) for item in epilogue)
         plan = gemm_plan(m, n, k, tile=self._tile, itemsize_in=np.dtype(ha.dtype).itemsize,
                          itemsize_out=np.dtype(ho.dtype).itemsize, variant=variant, out_in_hbm=ho.space == "hbm")

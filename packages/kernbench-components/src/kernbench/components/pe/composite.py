@@ -207,6 +207,10 @@ class CompositeRun:
             self.eng.at(t_end, lambda _: self._finish())
 
     def _finish(self) -> None:
+        plan = self.cmd.plan
+        self.eng.oplog.record(self.t0, self.eng.now, self.sched.id, "gemm", "composite",
+                              {"variant": plan.variant, "shape": plan.shape, "tiles": plan.n_tiles, "macs": plan.macs,
+                               "tile_macs": plan.tile_macs})
         mem = self.eng.memory
         if mem is not None:
             self._compute_data(mem)

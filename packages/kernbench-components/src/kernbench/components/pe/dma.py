@@ -55,7 +55,7 @@ class KernelDma(PeDma):
         t0 = eng.now + self.overhead_ns
         if channel == "read":
             src = decode(cmd.src)
-            target = eng.resolver.resolve(src, cmd.nbytes)
+            target = eng.resolver.resolve(src, cmd.span(cmd.src_pitch))
             path = eng.router.pe_dma_path(self.id, target)
             route = eng.route(path)
             tr = eng.send(request, route, eng.control_bytes, kind="read_cmd", addr=src.offset, t_start=t0,
@@ -64,7 +64,7 @@ class KernelDma(PeDma):
             tr.on_reply = lambda data_tr, t_done: eng.at(t_done, self._done, (channel, cmd, t0))
         else:
             dst = decode(cmd.dst)
-            target = eng.resolver.resolve(dst, cmd.nbytes)
+            target = eng.resolver.resolve(dst, cmd.span(cmd.dst_pitch))
             path = (self.tcm_id, *eng.router.pe_dma_path(self.id, target))
             eng.send(request, eng.route(path), cmd.nbytes, kind="write", addr=dst.offset, t_start=t0,
                      on_done=lambda tr, t_done: eng.at(t_done, self._done, (channel, cmd, t0)))
@@ -78,7 +78,7 @@ class KernelDma(PeDma):
         name = "dma_read" if channel == "read" else "dma_write"
         eng.oplog.record(t0, now, self.id, "memory", name, {"src": cmd.src, "dst": cmd.dst, "nbytes": cmd.nbytes})
         if eng.memory is not None and cmd.copy_data:
-            eng.memory.copy(cmd.dst, cmd.src, cmd.nbytes)
+            cmd.copy(eng.memory)
         cmd.done.succeed(None)
         self._next(channel)
 
