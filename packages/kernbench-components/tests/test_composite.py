@@ -9,6 +9,7 @@ the pipeline time is  T = F_first + n_tiles * G + S_last.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -123,7 +124,7 @@ def test_pipeline_matches_the_analytic_model(graph, n_tiles):
 
 def test_efficiency_rises_with_tile_count(graph):
     effs = [_efficiency(graph, 32, 32 * n, 64)[2] for n in (1, 2, 4, 8, 16, 48)]
-    assert all(x < y for x, y in zip(effs, effs[1:], strict=False))
+    assert all(x < y for x, y in itertools.pairwise(effs))
     assert effs[-1] > 0.9
 
 
