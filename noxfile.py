@@ -21,7 +21,9 @@ PACKAGES = {
     "kernbench-sim": ["kernbench-topology"],
     "kernbench-components": ["kernbench-topology", "kernbench-sim"],
     "kernbench-runtime": ["kernbench-topology", "kernbench-sim", "kernbench-components"],
-    "kernbench": ["kernbench-topology", "kernbench-sim", "kernbench-components"],
+    "kernbench-benches": ["kernbench-topology", "kernbench-sim", "kernbench-components", "kernbench-runtime"],
+    "kernbench": ["kernbench-topology", "kernbench-sim", "kernbench-components", "kernbench-runtime",
+                  "kernbench-benches"],
 }
 TEST_DEPS = ["pytest>=8", "hypothesis>=6"]
 

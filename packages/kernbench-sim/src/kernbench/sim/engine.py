@@ -129,6 +129,7 @@ class GraphEngine:
         self.data = data
         self.memory: MemoryStore | None = MemoryStore() if data else None
         self.events = 0
+        self.submitted = 0
         self.wires: dict[tuple[str, str], Wire] = {}  # created on first use by route()
         self.components = registry.build(self, graph)
         self._routes: dict[tuple[str, ...], Route] = {}
@@ -161,6 +162,7 @@ class GraphEngine:
         req = Request(self._next_corr, msg, self.env.now, self.env.event())
         starter(req)  # raises before anything is scheduled if the message cannot be routed
         self._next_corr += 1
+        self.submitted += 1
         self._pending[req.corr_id] = req
         return req
 

@@ -26,7 +26,15 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--case", default="all", help="run one case by name (default: all)")
     pr.add_argument("--json", action="store_true", help="print results as JSON")
     pr.add_argument("--strict", action="store_true", help="exit 1 when an invariant fails")
-    for sp in (t, pr):
+    sub.add_parser("list", help="list the registered benches")
+    r = sub.add_parser("run", help="run a bench on a device")
+    r.add_argument("--topology", default=str(DEFAULT_TOPOLOGY), help="topology YAML (default: %(default)s)")
+    r.add_argument("--bench", required=True, help="bench name or index from `kernbench list`")
+    r.add_argument("--device", default="0", help="SIP index to run on, or 'all' (default: 0)")
+    r.add_argument("--data", action="store_true", help="compute real numerics (slower)")
+    r.add_argument("--json", action="store_true", help="print results as JSON")
+    r.add_argument("--trace", metavar="FILE", help="write the op log as Chrome Trace Event JSON")
+    for sp in (t, pr, r):
         sp.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return p
 
@@ -39,6 +47,13 @@ def main(argv: list[str] | None = None) -> int:
             from kernbench.cli.topology_cmd import run_topology
 
             return run_topology(args.path, as_json=args.json, diagrams=args.diagrams)
+        if args.command in ("list", "run"):
+            from kernbench.cli.run_cmd import run_list, run_run
+
+            if args.command == "list":
+                return run_list()
+            return run_run(args.topology, args.bench, args.device, data=args.data, as_json=args.json,
+                           trace=args.trace)
         from kernbench.cli.probe import run_probe
         from kernbench.cli.report import print_probe
 

@@ -1,0 +1,65 @@
+"""Every shipped bench runs, registers under its documented name, and does the work its parameters ask for."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from kernbench.runtime.bench import BenchError, discover, run_bench
+from kernbench.topology import compile_spec, spec_from_dict
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return compile_spec(spec_from_dict({}))
+
+
+def test_registered_names():
+    names = [b.name for b in discover().benches]
+    assert names == ["gemm-single-pe", "matmul-composite", "qkv-gemm", "qkv-gemm-multi-pe"]
+    for b in discover().benches:
+        assert b.params, f"{b.name}: the module docstring lists its environment parameters"
+
+
+@pytest.mark.parametrize("variant", ["ref_ref", "load_ref", "load_load"])
+@pytest.mark.parametrize("shape", [(64, 64, 64), (40, 70, 33)])
+def test_matmul_composite_tiles(graph, monkeypatch, variant, shape):
+    m, k, n = shape
+    for key, value in zip(("MATMUL_M", "MATMUL_K", "MATMUL_N"), shape, strict=True):
+        monkeypatch.setenv(key, str(value))
+    monkeypatch.setenv("MATMUL_VARIANT", variant)
+    r = run_bench(discover().resolve("matmul-composite"), graph)
+    tiles = math.ceil(m / 32) * math.ceil(n / 64) * math.ceil(k / 32)
+    assert r.ok and r.op_counts["gemm"] == tiles
+    per_tile_reads = {"ref_ref": 2, "load_ref": 1, "load_load": 0}[variant]
+    loads = {"ref_ref": 0, "load_ref": 1, "load_load": 2}[variant]
+    assert r.op_counts["dma_read"] == per_tile_reads * tiles + loads
+    assert r.op_counts["dma_write"] == math.ceil(m / 32) * math.ceil(n / 64)
+
+
+def test_bad_parameter_is_reported(graph, monkeypatch):
+    monkeypatch.setenv("MATMUL_VARIANT", "stream_all")
+    r = run_bench(discover().resolve("matmul-composite"), graph)
+    assert not r.ok and r.error_code == "BenchError" and "MATMUL_VARIANT='stream_all'" in r.error
+
+
+def test_multi_pe_qkv_uses_every_pe_at_once(graph, monkeypatch):
+    monkeypatch.setenv("QKV_SEQ", "256")
+    monkeypatch.setenv("QKV_CUBES", "2")
+    monkeypatch.setenv("QKV_PES", "4")
+    r = run_bench(discover().resolve("qkv-gemm-multi-pe"), graph)
+    assert r.ok and len(r.pe_exec_start_ns) == 8 and len(set(r.pe_exec_start_ns.values())) == 1
+    # each PE: 32 rows x 768 cols x 256 deep = 1 x 12 x 8 tiles
+    assert r.op_counts["gemm"] == 8 * 12 * 8
+
+
+def test_gemm_single_pe_counts(graph, monkeypatch):
+    monkeypatch.setenv("GEMM_M", "64")
+    r = run_bench(discover().resolve("gemm-single-pe"), graph)
+    assert r.ok and r.op_counts == {"gemm": 1, "math": 0, "dma_read": 2, "dma_write": 1, "ipcq_copy": 0}
+
+
+def test_unknown_bench():
+    with pytest.raises(BenchError, match="valid benches: 1:gemm-single-pe"):
+        discover().resolve("nope")
