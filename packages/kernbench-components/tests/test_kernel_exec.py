@@ -221,3 +221,29 @@ def test_gemm_time_counts_full_tiles(graph):
     _launch(eng, kernel, [((0, 0, 0), ())])
     (gemm,) = [r for r in eng.oplog.records if r.op_name == "gemm_float16"]
     assert gemm.t_end - gemm.t_start == pytest.approx(2 * 32 * 64 * 32 / 8e3)
+
+
+def test_command_list_mode_records_without_time(graph):
+    from kernbench.components.pe.commands import ComputeCmd, DmaReadCmd, DmaWriteCmd
+    from kernbench.components.pe.composite import CompositeCmd
+    from kernbench.tl import record
+
+    res = AddressResolver(graph)
+    a = TensorArg(res.hbm_addr(0, 0, 0), (64, 32), "float16")
+    b = TensorArg(res.hbm_addr(0, 0, 0, 1 << 20), (32, 128), "float16")
+    c = TensorArg(res.hbm_addr(0, 0, 0, 2 << 20), (64, 128), "float32")
+
+    def kernel(tl, a, b, c):
+        x = tl.load(a)
+        tl.store(c, tl.dot(x, tl.load(b)) * 2.0)
+        tl.wait(tl.composite(x, b, c))
+
+    cmds = record(kernel, a, b, c, spec=graph.spec, pe=(0, 0, 0))
+    assert [type(c_).__name__ for c_ in cmds] == [
+        "DmaReadCmd", "DmaReadCmd", "ComputeCmd", "ComputeCmd", "DmaWriteCmd", "CompositeCmd"]
+    assert isinstance(cmds[0], DmaReadCmd) and cmds[0].nbytes == 64 * 32 * 2
+    gemm = cmds[2]
+    assert isinstance(gemm, ComputeCmd) and gemm.engine == "gemm" and gemm.work == 2 * 2 * 1
+    assert isinstance(cmds[4], DmaWriteCmd) and cmds[4].nbytes == 64 * 128 * 4
+    comp = cmds[5]
+    assert isinstance(comp, CompositeCmd) and comp.plan.variant == "load_ref" and comp.plan.n_tiles == 4

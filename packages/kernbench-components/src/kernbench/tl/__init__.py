@@ -1,5 +1,18 @@
-"""kernbench.tl — the kernel language: ``def kernel(tl, *args)`` with ``tl`` a :class:`TLContext`."""
+"""kernbench.tl — the kernel language: ``def kernel(tl, *args)`` with ``tl`` a :class:`TLContext`.
 
-from kernbench.tl.context import ScratchOverflowError, TensorArg, TensorHandle, TLContext, TLError
+Kernels run in a greenlet on a simulated PE, or in command-list mode with
+:func:`record`, which returns the PE commands a kernel would issue without
+simulating time.
+"""
 
-__all__ = ["ScratchOverflowError", "TLContext", "TLError", "TensorArg", "TensorHandle"]
+from kernbench.tl.context import (
+    CompletionHandle,
+    ScratchOverflowError,
+    TensorArg,
+    TensorHandle,
+    TLContext,
+    TLError,
+    record,
+)
+
+__all__ = ["CompletionHandle", "ScratchOverflowError", "TLContext", "TLError", "TensorArg", "TensorHandle", "record"]

@@ -59,6 +59,24 @@ class TensorArg:
         return _nbytes(self.shape, self.dtype)
 
 
+class _Recorded:
+    """The completion event of a recorded command: already complete (command-list mode has no time)."""
+
+    processed = triggered = True
+    value = None
+
+
+_RECORDED = _Recorded()
+
+
+def record(fn, *args, spec, kernel: str = "kernel", pe: tuple[int, int, int] = (0, 0, 0),
+           program_id: tuple[int, int] = (0, 0), num_programs: tuple[int, int] = (1, 1)) -> list:
+    """Run ``fn(tl, *args)`` in command-list mode and return the PE commands it would issue, in order."""
+    ctx = TLContext.recorder(spec, kernel, pe, program_id, num_programs)
+    fn(ctx, *args)
+    return ctx.commands
+
+
 class CompletionHandle:
     """The future of a :meth:`TLContext.composite`; ``tl.wait(h)`` returns its output handle."""
 
@@ -167,16 +185,36 @@ class TLContext:
 
     def __init__(self, cpu: PeCpu, launch: PeLaunch, request) -> None:
         self._cpu = cpu
-        self._launch = launch
         self._request = request
+        self._recorded: list | None = None
         self.glet = None  # set by the PE_CPU before the kernel starts
-        spec = cpu.engine.spec
-        sip, cube, pe = launch.pe
-        self.pe = launch.pe
-        self.kernel = launch.launch.msg.kernel
+        self._setup(cpu.engine.spec, launch.launch.msg.kernel, launch.pe, launch.program_id, launch.num_programs)
+
+    @classmethod
+    def recorder(cls, spec, kernel: str = "kernel", pe: tuple[int, int, int] = (0, 0, 0),
+                 program_id: tuple[int, int] = (0, 0), num_programs: tuple[int, int] = (1, 1)) -> TLContext:
+        """A context in command-list mode: ``tl`` calls record commands and return at once, without time."""
+        ctx = cls.__new__(cls)
+        ctx._cpu = ctx._request = ctx.glet = None
+        ctx._recorded = []
+        ctx._setup(spec, kernel, pe, program_id, num_programs)
+        return ctx
+
+    @property
+    def commands(self) -> list:
+        """The commands recorded so far (command-list mode only)."""
+        if self._recorded is None:
+            raise TLError("commands are only recorded in command-list mode (TLContext.recorder / tl.record)")
+        return list(self._recorded)
+
+    def _setup(self, spec, kernel: str, pe: tuple[int, int, int], program_id, num_programs) -> None:
+        sip, cube, pe_id = pe
+        self.pe = pe
+        self.kernel = kernel
+        self._program = (tuple(program_id), tuple(num_programs))
         tcm_bytes = int(spec.pe.tcm.capacity_mib * (1 << 20))
         self._scratch_bytes = int(spec.pe.tcm.scratch_mib * (1 << 20))
-        self._scratch_base = PhysAddr(sip, cube, "tcm", tcm_bytes - self._scratch_bytes, pe).encode()
+        self._scratch_base = PhysAddr(sip, cube, "tcm", tcm_bytes - self._scratch_bytes, pe_id).encode()
         self._cursor = 0
         self._tile = (spec.pe.gemm.tile_m, spec.pe.gemm.tile_n, spec.pe.gemm.tile_k)
         self._clock_ghz = spec.pe.clock_ghz
@@ -185,11 +223,11 @@ class TLContext:
     # ------------------------------------------------------------------ identity and helpers
     def program_id(self, axis: int) -> int:
         """This program's index: axis 0 = PE among the launch's PEs in this cube, axis 1 = cube in the SIP."""
-        return self._launch.program_id[self._axis(axis)]
+        return self._program[0][self._axis(axis)]
 
     def num_programs(self, axis: int) -> int:
         """Number of programs along an axis (see :meth:`program_id`)."""
-        return self._launch.num_programs[self._axis(axis)]
+        return self._program[1][self._axis(axis)]
 
     @staticmethod
     def cdiv(a: int, b: int) -> int:
@@ -223,10 +261,15 @@ class TLContext:
 
     # ------------------------------------------------------------------ blocking issue
     def _issue(self, cmd) -> None:
+        if self._recorded is not None:
+            self._recorded.append(cmd)
+            return
         self._cpu.issue(cmd, self._request)
         self.glet.parent.switch(cmd.done)
 
     def _event(self):
+        if self._recorded is not None:
+            return _RECORDED
         return self._cpu.engine.env.event()
 
     def _own(self, *handles) -> None:
@@ -501,6 +544,9 @@ class TLContext:
         cmd = CompositeCmd(plan, Operand(ha.addr, ha.shape, ha.dtype, ha.space == "hbm"),
                            Operand(hb.addr, hb.shape, hb.dtype, hb.space == "hbm"),
                            Operand(ho.addr, ho.shape, ho.dtype, ho.space == "hbm"), ops, done)
+        if self._recorded is not None:
+            self._recorded.append(cmd)
+            return CompletionHandle(self, done, ho)
         self._cpu.issue(cmd, self._request)
         handle = CompletionHandle(self, done, ho)
         self._pending.append(done)

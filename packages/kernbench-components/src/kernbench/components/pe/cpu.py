@@ -56,6 +56,7 @@ class PeCpu(Component):
     def _start(self, item: tuple) -> None:
         launch, request, arrival = item
         ctx = TLContext(self, launch, request)
+        ctx.m_cpu = launch.m_cpu
         ctx.glet = greenlet(lambda *_: launch.launch.msg.fn(ctx, *launch.args))
         ctx.t_start = self.engine.now
         ctx.arrival = arrival
@@ -88,6 +89,6 @@ class PeCpu(Component):
         pe = nm.pe_of(self.id)
         eng.oplog.record(ctx.t_start, now, self.id, "control", "kernel", {"kernel": ctx.kernel, "error": error})
         report = PeReport(pe, ctx.t_start, now - ctx.t_start, ctx.arrival, error)
-        m_cpu = ctx._launch.m_cpu
+        m_cpu = ctx.m_cpu
         eng.send_control(ctx._request, eng.router.control_path(self.id, m_cpu),
                          LaunchReport(ctx.pe[0], (report,)))
