@@ -79,6 +79,7 @@ def docs(session: nox.Session) -> None:
 
 @nox.session
 def benchmarks(session: nox.Session) -> None:
-    """Simulator speed: engine events/s vs bare SimPy, probe wall time, compile time."""
+    """Simulator speed: engine events/s vs bare SimPy, probe and compile time, the 2048-tile GEMM."""
     session.install(*[f"./packages/{n}" for n in PACKAGES])
     session.run("python", "benchmarks/bench_fabric.py", *session.posargs)
+    session.run("python", "benchmarks/bench_kernels.py")

@@ -133,13 +133,15 @@ class BenchResult:
     stages: dict
     pe_exec_start_ns: dict
     error: str | None = None
+    events: int = 0
     records: list = field(default_factory=list, repr=False)
 
     def to_json(self) -> dict:
         """The documented JSON object."""
         return {"bench": self.bench, "ok": self.ok, "error_code": self.error_code, "device": self.device,
                 "latency_ns": self.latency_ns, "op_counts": self.op_counts, "engines": self.engines,
-                "stages": self.stages, "pe_exec_start_ns": self.pe_exec_start_ns, "error": self.error}
+                "stages": self.stages, "pe_exec_start_ns": self.pe_exec_start_ns, "error": self.error,
+                "events": self.events}
 
 
 def summarize(name: str, device: int, records: list) -> BenchResult:
@@ -163,19 +165,19 @@ def summarize(name: str, device: int, records: list) -> BenchResult:
 
 
 def run_bench(info: BenchInfo, graph: TopologyGraph, device: int = 0, *, data: bool = False) -> BenchResult:
-    """Run one bench on one device in a fresh runtime and summarise it."""
+    """Run one bench on one device in a fresh runtime and summarise it (``events`` = SimPy events processed)."""
     torch = RuntimeContext(graph, device=device, data=data)
+    error: KernbenchError | None = None
     try:
         info.fn(torch)
         torch.wait_all()
     except KernbenchError as exc:
-        result = summarize(info.name, device, list(torch.oplog.records))
-        result.ok, result.error_code, result.error = False, type(exc).__name__, str(exc)
-        return result
-    records = list(torch.oplog.records)
-    if torch.engine.submitted == 0:
-        result = summarize(info.name, device, records)
+        error = exc
+    result = summarize(info.name, device, list(torch.oplog.records))
+    result.events = torch.engine.events
+    if error is not None:
+        result.ok, result.error_code, result.error = False, type(error).__name__, str(error)
+    elif torch.engine.submitted == 0:
         result.ok, result.error_code = False, "NO_REQUESTS"
         result.error = f"bench {info.name!r} submitted no request to the device"
-        return result
-    return summarize(info.name, device, records)
+    return result
