@@ -64,10 +64,12 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """The main job: compile the default topology, write its diagrams, run the probe."""
+    """The main job: compile the default topology, write its diagrams, run the probe and a composite GEMM."""
     session.install(*[f"./packages/{n}" for n in PACKAGES])
     session.run("kernbench", "topology", "topologies/topology.yaml", "--diagrams", "out/diagrams")
     session.run("kernbench", "probe", "--topology", "topologies/topology.yaml", "--strict")
+    session.run("kernbench", "run", "--topology", "topologies/topology.yaml", "--bench", "matmul-composite",
+                "--trace", "out/matmul-composite.trace.json")
 
 
 @nox.session
