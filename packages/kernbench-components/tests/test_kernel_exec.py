@@ -247,3 +247,20 @@ def test_command_list_mode_records_without_time(graph):
     assert isinstance(cmds[4], DmaWriteCmd) and cmds[4].nbytes == 64 * 128 * 4
     comp = cmds[5]
     assert isinstance(comp, CompositeCmd) and comp.plan.variant == "load_ref" and comp.plan.n_tiles == 4
+
+
+def test_compute_on_an_unloaded_argument_says_to_load_it(graph):
+    arg = TensorArg(AddressResolver(graph).hbm_addr(0, 1, 2), (4, 4), "float16")
+
+    def kernel(tl, a):
+        tl.exp(a)
+
+    _expect_kernel_error(graph, kernel, (arg,), match="is a tensor argument in HBM; tl.load it first")
+
+
+def test_tl_imports_on_its_own():
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", "import kernbench.tl"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

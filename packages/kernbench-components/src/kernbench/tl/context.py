@@ -279,6 +279,9 @@ class TLContext:
                               f"kernel ({h.ctx.kernel!r} on PE {h.ctx.pe}); handles are only valid in their kernel")
 
     def _tcm(self, op: str, *handles) -> None:
+        for h in handles:
+            if isinstance(h, TensorArg):
+                raise TLError(f"tl.{op}: {h.shape} {h.dtype} is a tensor argument in HBM; tl.load it first")
         self._own(*handles)
         for h in handles:
             if isinstance(h, TensorHandle) and h.space != "tcm":

@@ -13,7 +13,6 @@ from greenlet import greenlet
 from kernbench.components.launch import LaunchReport, PeLaunch, PeReport
 from kernbench.components.pe.commands import CyclesCmd
 from kernbench.sim.component import Component
-from kernbench.tl.context import TLContext
 from kernbench.topology import naming as nm
 
 
@@ -54,6 +53,8 @@ class PeCpu(Component):
         eng.send_control(request, (self.id, self.scheduler), cmd, t_start=t, apply_source_overhead=False)
 
     def _start(self, item: tuple) -> None:
+        from kernbench.tl.context import TLContext  # kernbench.tl imports this package: resolve at run time
+
         launch, request, arrival = item
         ctx = TLContext(self, launch, request)
         ctx.m_cpu = launch.m_cpu
@@ -62,7 +63,7 @@ class PeCpu(Component):
         ctx.arrival = arrival
         self._drive(ctx, None)
 
-    def _drive(self, ctx: TLContext, value: object) -> None:
+    def _drive(self, ctx, value: object) -> None:
         try:
             ev = ctx.glet.switch(value)
         except Exception as exc:  # the kernel raised: report it, the launch ends
@@ -75,7 +76,7 @@ class PeCpu(Component):
         else:
             ev.callbacks.append(lambda e: self._drive(ctx, e._value))
 
-    def _kernel_returned(self, ctx: TLContext) -> None:
+    def _kernel_returned(self, ctx) -> None:
         """The kernel body returned; its run ends once the composites it left in flight complete."""
         pending = [e for e in ctx.pending_events if not e.processed]
         if pending:
@@ -83,7 +84,7 @@ class PeCpu(Component):
             return
         self._report(ctx, None)
 
-    def _report(self, ctx: TLContext, error: str | None) -> None:
+    def _report(self, ctx, error: str | None) -> None:
         eng = self.engine
         now = eng.now
         pe = nm.pe_of(self.id)
