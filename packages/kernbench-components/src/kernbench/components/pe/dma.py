@@ -1,4 +1,5 @@
-"""PE_DMA in its kernel role: one read and one write channel, each one command at a time.
+"""PE_DMA in its kernel role: read and write channels (``pe.dma.read_channels`` / ``write_channels``, 1 each
+by default), each channel running one command at a time.
 
 A read sends a command over the fabric to the source memory and receives the
 data back along the reversed path into this PE's TCM. A write streams from
@@ -21,12 +22,14 @@ from kernbench.topology.address import decode
 class KernelDma(PeDma):
     """PE DMA engine serving kernel commands (and the probe's direct DMA messages)."""
 
-    __slots__ = ("busy", "busy_ns", "count", "queues", "tcm_id")
+    __slots__ = ("busy", "busy_ns", "capacity", "count", "queues", "tcm_id")
 
     def __init__(self, engine, node) -> None:
         super().__init__(engine, node)
         self.queues: dict[str, deque] = {"read": deque(), "write": deque()}
-        self.busy = {"read": False, "write": False}
+        dma = engine.spec.pe.dma
+        self.capacity = {"read": dma.read_channels, "write": dma.write_channels}
+        self.busy = {"read": 0, "write": 0}  # commands in flight per direction
         self.tcm_id = f"{nm.pe_of(self.id)}.pe_tcm"
         self.busy_ns = 0.0
         self.count = 0
@@ -41,15 +44,14 @@ class KernelDma(PeDma):
         """Queue a command on its channel now (used by the scheduler's composite pipeline)."""
         channel = "read" if isinstance(cmd, DmaReadCmd) else "write"
         self.queues[channel].append((cmd, request))
-        if not self.busy[channel]:
+        if self.busy[channel] < self.capacity[channel]:
             self._next(channel)
 
     def _next(self, channel: str) -> None:
         queue = self.queues[channel]
         if not queue:
-            self.busy[channel] = False
             return
-        self.busy[channel] = True
+        self.busy[channel] += 1
         cmd, request = queue.popleft()
         eng = self.engine
         t0 = eng.now + self.overhead_ns
@@ -80,6 +82,7 @@ class KernelDma(PeDma):
         if eng.memory is not None and cmd.copy_data:
             cmd.copy(eng.memory)
         cmd.done.succeed(None)
+        self.busy[channel] -= 1
         self._next(channel)
 
 
