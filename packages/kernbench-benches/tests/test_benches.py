@@ -17,7 +17,7 @@ def graph():
 
 def test_registered_names():
     names = [b.name for b in discover().benches]
-    assert names == ["gemm-single-pe", "matmul-composite", "qkv-gemm", "qkv-gemm-multi-pe"]
+    assert names == ["gemm-single-pe", "matmul-composite", "qkv-gemm", "qkv-gemm-multi-pe", "va-offset-verify"]
     for b in discover().benches:
         assert b.params, f"{b.name}: the module docstring lists its environment parameters"
 
@@ -63,3 +63,10 @@ def test_gemm_single_pe_counts(graph, monkeypatch):
 def test_unknown_bench():
     with pytest.raises(BenchError, match="valid benches: 1:gemm-single-pe"):
         discover().resolve("nope")
+
+
+def test_va_offset_verify_passes_its_own_check_in_data_mode(graph, monkeypatch):
+    monkeypatch.setenv("VA_ROWS", "24")  # 24 x 128 f16 shards: boundaries inside MMU pages
+    r = run_bench(discover().resolve("va-offset-verify"), graph, data=True)
+    assert r.ok, r.error
+    assert r.op_counts["dma_read"] == 8 and r.op_counts["dma_write"] == 8

@@ -83,7 +83,8 @@ def test_default_registry_binds_every_default_component_name(graph):
                 "sram": Sram, "m_cpu": MCpu}
     assert {n: reg.get(n) for n in expected} == expected
     assert issubclass(reg.get("pe_dma"), PeDma)  # the kernel DMA extends the data-path DMA
-    assert {"io_cpu", "pe_cpu", "pe_scheduler", "pe_tcm", "pe_fetch_store", "pe_gemm", "pe_math"} <= set(reg.names)
+    assert {"io_cpu", "pe_cpu", "pe_scheduler", "pe_tcm", "pe_fetch_store", "pe_gemm", "pe_math",
+            "pe_mmu"} <= set(reg.names)
     reg.register("extra", Forwarding)
     assert "extra" not in default_registry().names  # a fresh registry each call
 
@@ -94,7 +95,7 @@ def test_engine_instantiates_the_right_class_per_node(make_engine):
              DMA0: PeDma, R00: Forwarding, HBM0: HbmCtrl, "sip0.cube0.sram": Sram, "sip1.cube15.m_cpu": MCpu}
     for node, cls in kinds.items():
         assert isinstance(eng.components[node], cls)
-    assert "sip0.cube0.pe0.pe_mmu" not in eng.components
+    assert "sip0.cube0.pe0.pe_ipcq" not in eng.components
 
 
 # ---------------------------------------------------------------------------------- HBM pseudo-channels

@@ -60,7 +60,7 @@ TEST_IMPLS = (
     ("m_cpu", LinkBoundSink),
     # Control-plane and PE blocks the default spec binds; no route in these tests ends at them.
     *((name, Relay) for name in ("io_cpu", "pe_cpu", "pe_scheduler", "pe_tcm", "pe_fetch_store", "pe_gemm",
-                                 "pe_math")),
+                                 "pe_math", "pe_mmu")),
 )
 
 

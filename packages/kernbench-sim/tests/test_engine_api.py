@@ -261,12 +261,12 @@ def test_bounded_run_does_not_report_deadlock(make_engine, registry, resolver):
 
 
 def test_a_route_through_an_unbound_node_type_names_node_and_type(make_engine):
-    """pe_mmu has no binding in the default components: section, so no route may pass through it."""
+    """pe_ipcq has no binding in the default components: section, so no route may pass through it."""
     eng = make_engine()
     with pytest.raises(ComponentError) as info:
-        eng.route(("sip0.cube0.noc.r0c0", "sip0.cube0.pe0.pe_mmu"))
+        eng.route(("sip0.cube0.pe0.pe_scheduler", "sip0.cube0.pe0.pe_ipcq"))
     msg = str(info.value)
-    assert "sip0.cube0.pe0.pe_mmu" in msg and "(type pe_mmu)" in msg and "'pe_mmu'" in msg
+    assert "sip0.cube0.pe0.pe_ipcq" in msg and "(type pe_ipcq)" in msg and "'pe_ipcq'" in msg
     eng.run()  # nothing was submitted
 
 
@@ -355,7 +355,7 @@ def test_only_bound_node_types_get_components(make_engine, small_graph):
     eng = make_engine()
     bound = set(small_graph.spec.component_bindings)
     assert set(eng.components) == {n.id for n in small_graph.nodes.values() if n.type in bound}
-    assert "sip0.cube0.pe0.pe_mmu" not in eng.components
+    assert "sip0.cube0.pe0.pe_ipcq" not in eng.components
     for cid, comp in eng.components.items():
         assert comp.id == cid and comp.overhead_ns == small_graph.nodes[cid].overhead_ns
 

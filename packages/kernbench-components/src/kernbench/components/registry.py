@@ -8,6 +8,7 @@ from kernbench.components.memory import HbmCtrl, MCpu, Sram
 from kernbench.components.pe.cpu import PeCpu
 from kernbench.components.pe.dma import KernelDma
 from kernbench.components.pe.engines import PeFetchStore, PeGemm, PeMath, PeScheduler, PeTcm
+from kernbench.components.pe.mmu import PeMmu
 from kernbench.sim.component import ComponentRegistry
 
 BUILTIN = (
@@ -25,6 +26,7 @@ BUILTIN = (
     ("pe_fetch_store", PeFetchStore),
     ("pe_gemm", PeGemm),
     ("pe_math", PeMath),
+    ("pe_mmu", PeMmu),
 )
 
 

@@ -47,11 +47,21 @@ class ScratchOverflowError(TLError):
 
 @dataclass(frozen=True, slots=True)
 class TensorArg:
-    """A tensor argument as a PE receives it: its local shard's address, shape and dtype."""
+    """A tensor argument as a PE receives it: its local shard's address, shape and dtype.
+
+    With virtual addressing the argument also carries ``va`` (the shard's
+    virtual address, when the shard is contiguous in the tensor's layout)
+    and the whole tensor's virtual base and shape, so a kernel can address
+    any part of it with :meth:`TLContext.global_ref` (the PE's MMU
+    translates each access).
+    """
 
     addr: PhysAddr
     shape: tuple[int, ...]
     dtype: str
+    va: int | None = None
+    tensor_va: int | None = None
+    tensor_shape: tuple[int, ...] | None = None
 
     @property
     def nbytes(self) -> int:
@@ -91,16 +101,17 @@ class CompletionHandle:
 class TensorHandle:
     """A tensor inside a kernel: where it lives (encoded PA), its shape and dtype."""
 
-    __slots__ = ("addr", "ctx", "dtype", "pitch", "shape", "space")
+    __slots__ = ("addr", "ctx", "dtype", "pitch", "shape", "space", "virtual")
 
     def __init__(self, ctx: TLContext, addr: int, shape: tuple[int, ...], dtype: str, space: str,
-                 pitch: int = 0) -> None:
+                 pitch: int = 0, virtual: bool = False) -> None:
         self.ctx = ctx
         self.addr = addr
         self.shape = tuple(int(s) for s in shape)
         self.dtype = dtype
         self.space = space
         self.pitch = pitch  # bytes between rows of a 2-D block of a larger HBM tensor; 0 = contiguous
+        self.virtual = virtual  # addr is a virtual address, translated by the PE's MMU on access
 
     def __getitem__(self, key) -> TensorHandle:
         """A 2-D block ``h[r0:r1, c0:c1]`` of an HBM tensor (a strided DMA source or destination)."""
@@ -114,7 +125,14 @@ class TensorHandle:
         item = np.dtype(self.dtype).itemsize
         pitch = self.pitch or self.shape[1] * item
         return TensorHandle(self.ctx, self.addr + r0 * pitch + c0 * item, (r1 - r0, c1 - c0), self.dtype, "hbm",
-                            pitch if (c1 - c0) != self.shape[1] or self.pitch else 0)
+                            pitch if (c1 - c0) != self.shape[1] or self.pitch else 0, self.virtual)
+
+    @property
+    def span(self) -> int:
+        """Bytes from the first to the last byte this handle covers (a block spans its row pitch)."""
+        if not self.pitch:
+            return self.nbytes
+        return (self.shape[0] - 1) * self.pitch + self.shape[1] * np.dtype(self.dtype).itemsize
 
     @property
     def nbytes(self) -> int:
@@ -295,15 +313,33 @@ class TLContext:
             return arg
         if not isinstance(arg, TensorArg):
             raise TLError(f"tl.ref expects a tensor argument, got {type(arg).__name__}")
+        if arg.va is not None:
+            return TensorHandle(self, arg.va, arg.shape, arg.dtype, "hbm", virtual=True)
         return TensorHandle(self, arg.addr.encode(), arg.shape, arg.dtype, "hbm")
+
+    def global_ref(self, arg: TensorArg) -> TensorHandle:
+        """A virtual handle over the whole tensor (2-D view), wherever its shards live; slice it into blocks."""
+        if not isinstance(arg, TensorArg) or arg.tensor_va is None:
+            raise TLError("tl.global_ref needs a tensor argument deployed with virtual addresses")
+        shape = arg.tensor_shape
+        view = (1, shape[0]) if len(shape) == 1 else (math.prod(shape[:-1]), shape[-1])
+        return TensorHandle(self, arg.tensor_va, view, arg.dtype, "hbm", virtual=True)
+
+    def _phys(self, h: TensorHandle) -> tuple[int, float]:
+        """Physical address of a handle and the translation time its DMA pays (ns)."""
+        if not h.virtual or self._recorded is not None:
+            return h.addr, 0.0
+        mmu = self._cpu.engine.components[f"{self._cpu.prefix}.pe_mmu"]
+        return mmu.translate(h.addr, h.span), mmu.translate_ns
 
     def load(self, src: TensorArg | TensorHandle) -> TensorHandle:
         """DMA a tensor into TCM scratch and return the TCM handle (waits for the data)."""
         h = self.ref(src)
         out = self._new(h.shape, h.dtype)
         row = h.shape[-1] * np.dtype(h.dtype).itemsize if h.pitch else 0
-        self._issue(DmaReadCmd(h.addr, out.addr, h.nbytes, self._event(), row_bytes=row, src_pitch=h.pitch,
-                               dst_pitch=row))
+        src, translate_ns = self._phys(h)
+        self._issue(DmaReadCmd(src, out.addr, h.nbytes, self._event(), row_bytes=row, src_pitch=h.pitch,
+                               dst_pitch=row, translate_ns=translate_ns))
         return out
 
     def store(self, dst: TensorArg | TensorHandle, src: TensorHandle) -> None:
@@ -313,8 +349,9 @@ class TLContext:
         if d.shape != src.shape or d.dtype != src.dtype:
             raise TLError(f"tl.store: destination is {d.shape} {d.dtype} but the value is {src.shape} {src.dtype}")
         row = d.shape[-1] * np.dtype(d.dtype).itemsize if d.pitch else 0
-        self._issue(DmaWriteCmd(src.addr, d.addr, src.nbytes, self._event(), row_bytes=row, src_pitch=row,
-                                dst_pitch=d.pitch))
+        dst, translate_ns = self._phys(d)
+        self._issue(DmaWriteCmd(src.addr, dst, src.nbytes, self._event(), row_bytes=row, src_pitch=row,
+                                dst_pitch=d.pitch, translate_ns=translate_ns))
 
     # ------------------------------------------------------------------ compute
     def _run(self, engine: str, op: str, inputs: Sequence[TensorHandle], out: TensorHandle, work: int,
@@ -523,6 +560,7 @@ class TLContext:
         self._own(ha, hb)
         if ha.pitch or hb.pitch:
             raise TLError("tl.composite takes whole tensors, not blocks; it tiles them itself")
+        ha, hb = self._physical(ha), self._physical(hb)
         if len(ha.shape) != 2 or len(hb.shape) != 2 or ha.shape[1] != hb.shape[0]:
             raise TLError(f"tl.composite: shapes {ha.shape} and {hb.shape} do not form [M, K] @ [K, N]")
         variant = {("hbm", "hbm"): "ref_ref", ("tcm", "hbm"): "load_ref", ("tcm", "tcm"): "load_load"}.get(
@@ -538,6 +576,7 @@ class TLContext:
         else:
             ho = self.ref(out) if isinstance(out, TensorArg) else out
             self._own(ho)
+            ho = self._physical(ho)
             if ho.shape != (m, n) or ho.pitch:
                 raise TLError(f"tl.composite: output is {ho.shape} but a @ b is {(m, n)} (whole tensors only)")
         ops = tuple(self._epilogue(item, n) for item in epilogue)
@@ -554,6 +593,13 @@ class TLContext:
         handle = CompletionHandle(self, done, ho)
         self._pending.append(done)
         return handle
+
+    def _physical(self, h: TensorHandle) -> TensorHandle:
+        """The same tensor addressed physically (a composite's operand must be one contiguous range)."""
+        if not h.virtual:
+            return h
+        addr, _ = self._phys(h)
+        return TensorHandle(self, addr, h.shape, h.dtype, h.space, h.pitch)
 
     def _epilogue(self, item: dict, n: int) -> EpilogueOp:
         if not isinstance(item, dict) or "op" not in item:

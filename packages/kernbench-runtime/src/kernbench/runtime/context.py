@@ -9,6 +9,12 @@ call that touches the device runs the simulation until its requests
 complete, so host code reads top to bottom like a synchronous script; the
 simulated clock (:attr:`now_ns`) advances accordingly.
 
+With virtual addressing (the default) every tensor also gets a range of
+virtual addresses, installed in the MMUs of the PEs that hold it with
+``MmuMapMsg`` requests through the fabric (their latency is part of
+deployment); kernels may then address a tensor by virtual address,
+including other PEs' shards (``tl.global_ref``).
+
 A launch targets the PEs holding the first tensor argument's shards; every
 tensor argument must have a shard on each of those PEs, which the kernel
 receives as a :class:`~kernbench.tl.TensorArg` (its local shard). Other
@@ -27,10 +33,10 @@ import numpy as np
 
 from kernbench.components import default_registry
 from kernbench.components.launch import LaunchResult
-from kernbench.runtime.allocator import PEMemAllocator
+from kernbench.runtime.allocator import PEMemAllocator, VirtualAllocator
 from kernbench.runtime.placement import DPPolicy, Shard, resolve_shards
 from kernbench.sim import ComponentRegistry, GraphEngine, MemoryReadMsg, MemoryWriteMsg, Request
-from kernbench.sim.messages import KernelLaunchMsg
+from kernbench.sim.messages import KernelLaunchMsg, MmuMapMsg
 from kernbench.tl import TensorArg
 from kernbench.topology import TopologyGraph, load_topology
 from kernbench.topology.address import PhysAddr
@@ -53,6 +59,7 @@ class Tensor:
     sip: int
     shards: list[tuple[Shard, PhysAddr]] = field(repr=False)
     freed: bool = False
+    va: int | None = None
 
     @property
     def nbytes(self) -> int:
@@ -93,7 +100,7 @@ class RuntimeContext:
     """Host API over one simulated device (SIP ``device``) of a compiled topology."""
 
     def __init__(self, graph: TopologyGraph, *, device: int = 0, data: bool = False,
-                 registry: ComponentRegistry | None = None, trace: bool = False) -> None:
+                 registry: ComponentRegistry | None = None, trace: bool = False, virtual: bool = True) -> None:
         sips = graph.spec.system.sips.count
         if not 0 <= device < sips:
             raise RuntimeApiError(f"device {device} does not exist; the topology has SIPs 0..{sips - 1}")
@@ -101,6 +108,8 @@ class RuntimeContext:
         self.device = device
         self.engine = GraphEngine(graph, registry or default_registry(), trace=trace, data=data)
         self._alloc: dict[tuple[int, int, int], PEMemAllocator] = {}
+        self.virtual = virtual
+        self._va = VirtualAllocator(page_bytes=graph.spec.pe.mmu_page_bytes)
         self._tensors: list[Tensor] = []
         self._launches: list[LaunchHandle] = []
 
@@ -157,8 +166,48 @@ class RuntimeContext:
                 self._allocator(shard.sip, shard.cube, shard.pe).free_hbm(addr, shard.nbytes)
             raise
         t = Tensor(shape, dtype, policy, self.device, placed)
+        if self.virtual:
+            t.va = self._va.alloc(t.nbytes)
+            self._map(t)
         self._tensors.append(t)
         return t
+
+    def _map(self, t: Tensor) -> None:
+        """Install the tensor's virtual range in the MMU of every PE holding part of it (through the fabric).
+
+        A PE holding a whole copy maps the range to its own copy; a PE whose
+        cube holds a whole copy maps its cube's shards; otherwise (the tensor
+        is split across cubes) every PE maps every shard.
+        """
+        item = np.dtype(t.dtype).itemsize
+        cols = t.shape[-1] if t.shape else 1
+        whole = t.nbytes
+
+        def entries(parts):
+            out = []
+            for shard, addr in parts:
+                (r0, r1), (c0, c1) = shard.rows, shard.cols
+                pa = addr.encode()
+                if c1 - c0 == cols:
+                    out.append((t.va + r0 * cols * item, pa, shard.nbytes))
+                else:
+                    width = (c1 - c0) * item
+                    out += [(t.va + (r * cols + c0) * item, pa + (r - r0) * width, width) for r in range(r0, r1)]
+            return tuple(out)
+
+        by_cube: dict[int, list] = {}
+        for part in t.shards:
+            by_cube.setdefault(part[0].cube, []).append(part)
+        reqs = []
+        for shard, addr in t.shards:
+            if shard.nbytes == whole:
+                parts = [(shard, addr)]
+            elif sum(s.nbytes for s, _ in by_cube[shard.cube]) == whole:
+                parts = by_cube[shard.cube]
+            else:
+                parts = t.shards
+            reqs.append(self.engine.submit(MmuMapMsg(shard.sip, shard.cube, shard.pe, entries(parts))))
+        self._drain(reqs)
 
     def from_numpy(self, array: np.ndarray, policy: DPPolicy | None = None) -> Tensor:
         """Deploy a numpy array: allocate, then write every shard over the host memory path."""
@@ -196,6 +245,8 @@ class RuntimeContext:
         self._live(t)
         for shard, addr in t.shards:
             self._allocator(shard.sip, shard.cube, shard.pe).free_hbm(addr, shard.nbytes)
+        if t.va is not None:
+            self._va.free(t.va, t.nbytes)
         t.freed = True
         self._tensors.remove(t)
 
@@ -227,11 +278,20 @@ class RuntimeContext:
                                         f"sip{pe[0]}.cube{pe[1]}.pe{pe[2]}; place it with a DPPolicy that covers "
                                         f"the PEs of the first tensor argument")
                 shard, addr = found
-                pe_args.append(TensorArg(addr, _shard_shape(a.shape, shard), a.dtype))
+                pe_args.append(self._arg(a, shard, addr))
             targets.append((pe, tuple(pe_args)))
         handle = LaunchHandle(name, self.engine.submit(KernelLaunchMsg(name, fn, tuple(targets))))
         self._launches.append(handle)
         return handle
+
+    def _arg(self, t: Tensor, shard: Shard, addr: PhysAddr) -> TensorArg:
+        """What a PE receives for a tensor: its shard, plus virtual addresses when the tensor has them."""
+        if t.va is None:
+            return TensorArg(addr, _shard_shape(t.shape, shard), t.dtype)
+        cols = t.shape[-1] if t.shape else 1
+        (r0, _), (c0, c1) = shard.rows, shard.cols
+        va = t.va + r0 * cols * np.dtype(t.dtype).itemsize if c1 - c0 == cols else None
+        return TensorArg(addr, _shard_shape(t.shape, shard), t.dtype, va, t.va, t.shape)
 
     def wait(self, handle: LaunchHandle) -> LaunchResult:
         """Run the simulation until the launch completes; raise the kernel's error if one failed."""

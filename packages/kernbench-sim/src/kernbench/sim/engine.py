@@ -29,6 +29,7 @@ from kernbench.sim.messages import (
     McpuDmaWriteMsg,
     MemoryReadMsg,
     MemoryWriteMsg,
+    MmuMapMsg,
     PeDmaReadMsg,
     PeDmaWriteMsg,
     SipLaunch,
@@ -142,6 +143,7 @@ class GraphEngine:
             PeDmaReadMsg: self._start_pe_dma_read,
             McpuDmaWriteMsg: self._start_mcpu_dma_write,
             KernelLaunchMsg: self._start_launch,
+            MmuMapMsg: self._start_mmu_map,
         }
 
     # ------------------------------------------------------------------ public API
@@ -336,6 +338,9 @@ class GraphEngine:
             self.oplog.record(req.t_submit, req.t_end, req.source, "control", "kernel_launch",
                               {"corr_id": req.corr_id, "kernel": msg.kernel, "pes": len(msg.targets),
                                "ok": req.error is None})
+        elif isinstance(msg, MmuMapMsg):
+            self.oplog.record(req.t_submit, req.t_end, req.source, "control", "mmu_map",
+                              {"corr_id": req.corr_id, "entries": len(msg.entries)})
         else:
             self.oplog.record(req.t_submit, req.t_end, req.source, "memory", req.op_name,
                               {"corr_id": req.corr_id, "nbytes": msg.nbytes})
@@ -443,6 +448,17 @@ class GraphEngine:
         req.pending = len(paths)
         for sip, path in paths.items():
             self.send_control(req, path, SipLaunch(msg, sip, tuple(sorted(by_sip[sip], key=lambda t: t[0]))))
+
+    def _start_mmu_map(self, req: Request) -> None:
+        msg: MmuMapMsg = req.msg
+        if not msg.entries:
+            raise MessageError("MmuMapMsg carries no entries")
+        mmu = self.resolver.find_pe_block(msg.sip, msg.cube, msg.pe, "pe_mmu")
+        path = self.router.control_path(nm.HOST, mmu)
+        req.source = nm.HOST
+        req.op_name = "mmu_map"
+        req.legs.append(path)
+        self.send_control(req, path, msg)
 
     def _start_mcpu_dma_write(self, req: Request) -> None:
         src = self.resolver.find_m_cpu(req.msg.sip, req.msg.cube)

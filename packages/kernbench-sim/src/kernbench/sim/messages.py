@@ -80,6 +80,20 @@ class KernelLaunchMsg:
 
 
 @dataclass(frozen=True, slots=True)
+class MmuMapMsg:
+    """Install virtual-to-physical mappings in PE (sip, cube, pe)'s MMU.
+
+    ``entries`` are ``(va, pa, nbytes)``: ``nbytes`` bytes from virtual
+    address ``va`` map to the encoded physical address ``pa`` onwards.
+    """
+
+    sip: int
+    cube: int
+    pe: int
+    entries: tuple[tuple[int, int, int], ...] = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class SipLaunch:
     """The part of a :class:`KernelLaunchMsg` the host sends to one SIP's IO_CPU."""
 
@@ -88,4 +102,4 @@ class SipLaunch:
     targets: tuple[tuple[tuple[int, int, int], tuple], ...] = field(repr=False)
 
 
-Message = MemoryWriteMsg | MemoryReadMsg | PeDmaWriteMsg | PeDmaReadMsg | McpuDmaWriteMsg | KernelLaunchMsg
+Message = MemoryWriteMsg | MemoryReadMsg | PeDmaWriteMsg | PeDmaReadMsg | McpuDmaWriteMsg | KernelLaunchMsg | MmuMapMsg

@@ -248,6 +248,8 @@ class PeSpec:
     scheduler_overhead_ns: float = _f(1.0, "PE_SCHEDULER per-command overhead, ns", lo=0.0)
     internal_bw_gbs: float = _f(512.0, "bandwidth of links between PE blocks, GB/s", positive=True)
     math_lanes: int = _f(64, "elements the math engine processes per cycle", lo=1)
+    mmu_page_bytes: int = _f(4096, "MMU page size, bytes (a power of two)", lo=256)
+    mmu_translate_ns: float = _f(1.0, "time a DMA pays to translate a virtual address, ns", lo=0.0)
     gemm: GemmSpec = _sub(GemmSpec)
     tcm: TcmSpec = _sub(TcmSpec)
     dma: DmaSpec = _sub(DmaSpec)
@@ -286,6 +288,7 @@ DEFAULT_COMPONENTS: tuple[tuple[str, str], ...] = (
     ("pe_fetch_store", "pe_fetch_store"),
     ("pe_gemm", "pe_gemm"),
     ("pe_math", "pe_math"),
+    ("pe_mmu", "pe_mmu"),
 )
 
 
@@ -496,6 +499,9 @@ def _check_consistency(spec: TopologySpec) -> None:
     if spec.fabric.packet_bytes % spec.fabric.flit_bytes:
         raise SpecError(f"{src}: field 'fabric.packet_bytes' = {spec.fabric.packet_bytes} is invalid; "
                         f"expected a multiple of fabric.flit_bytes = {spec.fabric.flit_bytes}")
+    page = spec.pe.mmu_page_bytes
+    if page & (page - 1):
+        raise SpecError(f"{src}: field 'pe.mmu_page_bytes' = {page} is invalid; expected a power of two")
     if spec.pe.tcm.scratch_mib > spec.pe.tcm.capacity_mib:
         raise SpecError(f"{src}: field 'pe.tcm.scratch_mib' = {spec.pe.tcm.scratch_mib} exceeds "
                         f"pe.tcm.capacity_mib = {spec.pe.tcm.capacity_mib}")

@@ -35,6 +35,7 @@ class DmaReadCmd:
     row_bytes: int = 0
     src_pitch: int = 0
     dst_pitch: int = 0
+    translate_ns: float = 0.0
 
     @property
     def rows(self) -> int:
@@ -66,6 +67,7 @@ class DmaWriteCmd:
     row_bytes: int = 0
     src_pitch: int = 0
     dst_pitch: int = 0
+    translate_ns: float = 0.0
 
     @property
     def rows(self) -> int:

@@ -19,14 +19,15 @@ from kernbench.topology import naming as nm
 class PeCpu(Component):
     """The PE's control CPU: kernel host, command issuer."""
 
-    __slots__ = ("busy_ns", "count", "free_at", "scheduler")
+    __slots__ = ("busy_ns", "count", "free_at", "prefix", "scheduler")
 
     def __init__(self, engine, node) -> None:
         super().__init__(engine, node)
         self.free_at = 0.0
         self.busy_ns = 0.0
         self.count = 0
-        self.scheduler = f"{nm.pe_of(self.id)}.pe_scheduler"
+        self.prefix = nm.pe_of(self.id)
+        self.scheduler = f"{self.prefix}.pe_scheduler"
 
     def on_control(self, payload: object, t: float, transfer) -> None:
         """A launch arrived at ``t``: start the kernel at the launch's barrier time."""

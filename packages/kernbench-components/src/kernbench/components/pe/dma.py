@@ -54,7 +54,7 @@ class KernelDma(PeDma):
         self.busy[channel] += 1
         cmd, request = queue.popleft()
         eng = self.engine
-        t0 = eng.now + self.overhead_ns
+        t0 = eng.now + self.overhead_ns + cmd.translate_ns
         if channel == "read":
             src = decode(cmd.src)
             target = eng.resolver.resolve(src, cmd.span(cmd.src_pitch))
