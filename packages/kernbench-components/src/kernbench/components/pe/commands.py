@@ -19,12 +19,13 @@ Compute = Callable[[MemoryStore], None]
 
 
 @dataclass(frozen=True, slots=True)
-class DmaReadCmd:
-    """Copy ``nbytes`` from physical address ``src`` (HBM/SRAM/another TCM) into this PE's TCM at ``dst``.
+class DmaCmd:
+    """A DMA copy of ``nbytes`` from ``src`` to ``dst`` (encoded physical addresses).
 
-    ``copy_data`` is False for a composite's staging reads, whose numbers the
-    composite computes from its operands directly. A 2-D block copy gives
+    ``copy_data`` is False for a composite's staging transfers, whose numbers
+    the composite computes from its operands directly. A 2-D block copy gives
     ``row_bytes`` and the byte pitch of rows at the source and destination.
+    ``translate_ns`` is the MMU translation the DMA pays before it starts.
     """
 
     src: int
@@ -56,35 +57,13 @@ class DmaReadCmd:
 
 
 @dataclass(frozen=True, slots=True)
-class DmaWriteCmd:
-    """Copy ``nbytes`` from this PE's TCM at ``src`` to physical address ``dst`` (``copy_data`` as for reads)."""
+class DmaReadCmd(DmaCmd):
+    """Read into this PE's TCM at ``dst`` from ``src`` (HBM, SRAM or another TCM), over the read channel."""
 
-    src: int
-    dst: int
-    nbytes: int
-    done: simpy.Event = field(repr=False, compare=False)
-    copy_data: bool = True
-    row_bytes: int = 0
-    src_pitch: int = 0
-    dst_pitch: int = 0
-    translate_ns: float = 0.0
 
-    @property
-    def rows(self) -> int:
-        """Rows of a 2-D (strided) copy; 1 for a contiguous one."""
-        return self.nbytes // self.row_bytes if self.row_bytes else 1
-
-    def copy(self, mem: MemoryStore) -> None:
-        """Apply the copy to the memory store, row by row when strided."""
-        if not self.row_bytes:
-            mem.copy(self.dst, self.src, self.nbytes)
-            return
-        for r in range(self.rows):
-            mem.copy(self.dst + r * self.dst_pitch, self.src + r * self.src_pitch, self.row_bytes)
-
-    def span(self, pitch: int) -> int:
-        """Bytes from the first to the last byte touched on the side with this pitch."""
-        return (self.rows - 1) * pitch + self.row_bytes if self.row_bytes else self.nbytes
+@dataclass(frozen=True, slots=True)
+class DmaWriteCmd(DmaCmd):
+    """Write this PE's TCM at ``src`` to ``dst`` anywhere in the system, over the write channel."""
 
 
 @dataclass(frozen=True, slots=True)
