@@ -264,3 +264,27 @@ def test_tl_imports_on_its_own():
 
     proc = subprocess.run([sys.executable, "-c", "import kernbench.tl"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_comm_virtual_channel_does_not_queue_behind_compute(graph):
+    from kernbench.components.pe.commands import CommandError, DmaWriteCmd
+    from kernbench.sim.engine import Request
+    from kernbench.topology.address import PhysAddr
+
+    res = AddressResolver(graph)
+    finish = {}
+    for vc in ("compute", "comm"):
+        eng = GraphEngine(graph, default_registry(), trace=False)
+        dma = eng.components["sip0.cube0.pe0.pe_dma"]
+        tcm = PhysAddr(0, 0, "tcm", 0, 0).encode()
+        owner = Request(0, None, 0.0, eng.env.event())
+        dma.enqueue(DmaWriteCmd(tcm, res.hbm_addr(0, 0, 1).encode(), 1 << 20, eng.env.event()), owner)
+        dma.enqueue(DmaWriteCmd(tcm, res.hbm_addr(0, 0, 2).encode(), 4096, eng.env.event(), vc=vc), owner)
+        eng.run()
+        times = {r.params["nbytes"]: r.t_end for r in eng.oplog.records if r.op_name == "dma_write"}
+        finish[vc] = times
+    # on the same (compute) channel the small write waits for the 1 MiB one; on the comm channel it does not
+    assert finish["compute"][4096] > finish["compute"][1 << 20]
+    assert finish["comm"][4096] < finish["comm"][1 << 20]
+    with pytest.raises(CommandError, match="unknown DMA virtual channel 'bulk'"):
+        DmaWriteCmd(0, 0, 1, None, vc="bulk")

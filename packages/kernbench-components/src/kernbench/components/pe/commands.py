@@ -14,8 +14,14 @@ from dataclasses import dataclass, field
 import simpy
 
 from kernbench.sim.memory_store import MemoryStore
+from kernbench.topology.errors import KernbenchError
 
 Compute = Callable[[MemoryStore], None]
+VIRTUAL_CHANNELS = ("compute", "comm")
+
+
+class CommandError(KernbenchError):
+    """A PE command was built with an invalid field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +32,9 @@ class DmaCmd:
     the composite computes from its operands directly. A 2-D block copy gives
     ``row_bytes`` and the byte pitch of rows at the source and destination.
     ``translate_ns`` is the MMU translation the DMA pays before it starts.
+    ``vc`` is the virtual channel: ``"compute"`` (kernel data) or ``"comm"``
+    (collective traffic), each with its own queues so one never waits behind
+    the other.
     """
 
     src: int
@@ -37,6 +46,11 @@ class DmaCmd:
     src_pitch: int = 0
     dst_pitch: int = 0
     translate_ns: float = 0.0
+    vc: str = "compute"
+
+    def __post_init__(self) -> None:
+        if self.vc not in VIRTUAL_CHANNELS:
+            raise CommandError(f"unknown DMA virtual channel {self.vc!r}; use one of {', '.join(VIRTUAL_CHANNELS)}")
 
     @property
     def rows(self) -> int:

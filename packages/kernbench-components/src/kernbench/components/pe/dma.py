@@ -1,5 +1,9 @@
 """PE_DMA in its kernel role: read and write channels (``pe.dma.read_channels`` / ``write_channels``, 1 each
-by default), each channel running one command at a time.
+by default), each channel running one command at a time, on two virtual channels.
+
+The ``compute`` and ``comm`` virtual channels have separate queues and
+channels, so collective traffic never queues behind a kernel's bulk reads
+(they still share the fabric's wires).
 
 A read sends a command over the fabric to the source memory and receives the
 data back along the reversed path into this PE's TCM. A write streams from
@@ -13,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 
 from kernbench.components.endpoints import PeDma
-from kernbench.components.pe.commands import DmaReadCmd, DmaWriteCmd
+from kernbench.components.pe.commands import VIRTUAL_CHANNELS, DmaReadCmd, DmaWriteCmd
 from kernbench.sim.fabric import Transfer
 from kernbench.topology import naming as nm
 from kernbench.topology.address import decode
@@ -26,10 +30,12 @@ class KernelDma(PeDma):
 
     def __init__(self, engine, node) -> None:
         super().__init__(engine, node)
-        self.queues: dict[str, deque] = {"read": deque(), "write": deque()}
         dma = engine.spec.pe.dma
-        self.capacity = {"read": dma.read_channels, "write": dma.write_channels}
-        self.busy = {"read": 0, "write": 0}  # commands in flight per direction
+        per_direction = {"read": dma.read_channels, "write": dma.write_channels}
+        keys = [(d, vc) for d in per_direction for vc in VIRTUAL_CHANNELS]
+        self.queues: dict[tuple[str, str], deque] = {k: deque() for k in keys}
+        self.capacity = {k: per_direction[k[0]] for k in keys}
+        self.busy = dict.fromkeys(keys, 0)  # commands in flight per (direction, virtual channel)
         self.tcm_id = f"{nm.pe_of(self.id)}.pe_tcm"
         self.busy_ns = 0.0
         self.count = 0
@@ -42,12 +48,12 @@ class KernelDma(PeDma):
 
     def enqueue(self, cmd: DmaReadCmd | DmaWriteCmd, request) -> None:
         """Queue a command on its channel now (used by the scheduler's composite pipeline)."""
-        channel = "read" if isinstance(cmd, DmaReadCmd) else "write"
+        channel = ("read" if isinstance(cmd, DmaReadCmd) else "write", cmd.vc)
         self.queues[channel].append((cmd, request))
         if self.busy[channel] < self.capacity[channel]:
             self._next(channel)
 
-    def _next(self, channel: str) -> None:
+    def _next(self, channel: tuple[str, str]) -> None:
         queue = self.queues[channel]
         if not queue:
             return
@@ -55,7 +61,7 @@ class KernelDma(PeDma):
         cmd, request = queue.popleft()
         eng = self.engine
         t0 = eng.now + self.overhead_ns + cmd.translate_ns
-        if channel == "read":
+        if channel[0] == "read":
             src = decode(cmd.src)
             target = eng.resolver.resolve(src, cmd.span(cmd.src_pitch))
             path = eng.router.pe_dma_path(self.id, target)
@@ -77,8 +83,9 @@ class KernelDma(PeDma):
         now = eng.now
         self.busy_ns += now - t0
         self.count += 1
-        name = "dma_read" if channel == "read" else "dma_write"
-        eng.oplog.record(t0, now, self.id, "memory", name, {"src": cmd.src, "dst": cmd.dst, "nbytes": cmd.nbytes})
+        name = "dma_read" if channel[0] == "read" else "dma_write"
+        eng.oplog.record(t0, now, self.id, "memory", name,
+                         {"src": cmd.src, "dst": cmd.dst, "nbytes": cmd.nbytes, "vc": channel[1]})
         if eng.memory is not None and cmd.copy_data:
             cmd.copy(eng.memory)
         cmd.done.succeed(None)
