@@ -238,3 +238,46 @@ def test_more_dma_read_channels_speed_up_streaming():
         _run(eng, _composite_kernel("ref_ref"), args)
         times.append(_composite_ns(eng)[1])
     assert times[1] < 0.8 * times[0]
+
+
+@pytest.mark.parametrize("head", ["exp", "sigmoid", "relu", "copy"])
+@pytest.mark.parametrize("staged", [False, True])
+def test_math_head_composite_matches_numpy(graph, head, staged):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((70, 150)).astype(np.float16)
+    bias = rng.standard_normal((150,)).astype(np.float16)
+    eng, args = _setup(graph, [x, np.zeros((70, 150), np.float16), bias])
+
+    def kernel(tl, x, out, b):
+        src = tl.load(x) if staged else x
+        tl.wait(tl.composite(head, src, out, epilogue=[{"op": "bias", "vector": tl.load(b)},
+                                                        {"op": "scale", "value": 2.0, "scope": "once"}]))
+
+    _run(eng, kernel, args)
+    x32 = x.astype(np.float32)
+    f = {"exp": np.exp, "sigmoid": lambda v: 1 / (1 + np.exp(-v)), "relu": lambda v: np.maximum(v, 0),
+         "copy": lambda v: v}[head]
+    ref = (f(x32) + bias.astype(np.float32)) * 2.0
+    got = eng.memory.read_array(args[1].addr.encode(), (70, 150), "float16").astype(np.float32)
+    np.testing.assert_allclose(got, ref, rtol=3e-3, atol=3e-3)
+    tiles = math.ceil(70 / 32) * math.ceil(150 / 64)
+    heads = [r for r in eng.oplog.records if r.op_name == "MATH" and r.params["op"] == head]
+    assert len(heads) == tiles
+    reads = [r for r in eng.oplog.records if r.op_name == "dma_read"]
+    assert len(reads) == (2 if staged else tiles + 1)  # x (once or per tile) and the bias vector
+
+
+def test_math_head_errors(graph):
+    from kernbench.components import KernelError
+
+    def unknown(tl):
+        tl.composite("tanh", tl.zeros((4, 4)))
+
+    def too_many(tl):
+        tl.composite("exp", tl.zeros((4, 4)), tl.zeros((4, 4)), tl.zeros((4, 4)))
+
+    for fn, text in ((unknown, "unknown head op 'tanh'"), (too_many, "takes 1 input(s) and an optional output")):
+        eng = GraphEngine(graph, default_registry())
+        req = eng.submit(KernelLaunchMsg("k", fn, (((0, 0, 0), ()),)))
+        eng.run()
+        assert isinstance(req.error, KernelError) and text in str(req.error)

@@ -51,6 +51,7 @@ __all__ = [
     "Tile",
     "TilePlan",
     "TileStep",
+    "elementwise_plan",
     "gemm_plan",
     "gemm_tile_ns",
 ]
@@ -274,6 +275,50 @@ def _gemm_plan(m: int, n: int, k: int, tile: tuple[int, int, int], isz_in: int, 
         variant=variant, shape=(m, n, k), tile=tile, grid=(len(ms), len(ns), len(ks)),
         itemsize_in=isz_in, itemsize_out=isz_out, out_in_hbm=out_in_hbm, preload=tuple(preload),
         tiles=tiles, n_tiles=n_tiles, macs=m * n * k, tile_macs=n_tiles * tm * tn * tk,
+    )
+
+
+def elementwise_plan(m: int, n: int, *, tile: tuple[int, int] = DEFAULT_TILE[:2], itemsize_in: int = 2,
+                     itemsize_out: int = 2, a_in_hbm: bool = True, out_in_hbm: bool = True) -> TilePlan:
+    """Tile plan of a math-headed composite ``C[m, n] = f(A[m, n])`` over ``(tm, tn)`` blocks.
+
+    Each tile DMA-reads its A block when A is in HBM (variant ``ref``; ``load``
+    when it is already in TCM), FETCHes it, runs one MATH step over its
+    elements, STOREs the result and DMA-writes it when the output is in HBM.
+    Tiles have ``k = 0`` and are each their own last step.
+    """
+    dims = tuple(_positive_int(name, v, "elementwise plan") for name, v in (("M", m), ("N", n)))
+    try:
+        tm, tn = tile
+    except (TypeError, ValueError):
+        raise PlanError(f"elementwise plan: tile must be two extents (tm, tn), got {tile!r}") from None
+    tile_t = tuple(_positive_int(name, v, "elementwise plan") for name, v in (("tile tm", tm), ("tile tn", tn)))
+    isz_in = _positive_int("itemsize_in", itemsize_in, "elementwise plan")
+    isz_out = _positive_int("itemsize_out", itemsize_out, "elementwise plan")
+    return _elementwise_plan(*dims, tile_t, isz_in, isz_out, bool(a_in_hbm), bool(out_in_hbm))
+
+
+@lru_cache(maxsize=256)
+def _elementwise_plan(m: int, n: int, tile: tuple[int, int], isz_in: int, isz_out: int, a_in_hbm: bool,
+                      out_in_hbm: bool) -> TilePlan:
+    tm, tn = tile
+    ms, ns = _extents(m, tm), _extents(n, tn)
+    tiles = []
+    for i, mi in enumerate(ms):
+        for j, nj in enumerate(ns):
+            steps = []
+            if a_in_hbm:
+                steps.append(TileStep(Stage.DMA_READ, "a", mi * nj * isz_in, mi, nj))
+            steps.append(TileStep(Stage.FETCH, "a", mi * nj * isz_in, mi, nj))
+            steps.append(TileStep(Stage.MATH, "", 0, mi, nj))
+            steps.append(TileStep(Stage.STORE, "c", mi * nj * isz_out, mi, nj))
+            if out_in_hbm:
+                steps.append(TileStep(Stage.DMA_WRITE, "c", mi * nj * isz_out, mi, nj))
+            tiles.append(Tile(i, j, 0, mi, nj, 0, True, True, tuple(steps)))
+    return TilePlan(
+        variant="ref" if a_in_hbm else "load", shape=(m, n, 0), tile=(tm, tn, 1), grid=(len(ms), len(ns), 1),
+        itemsize_in=isz_in, itemsize_out=isz_out, out_in_hbm=out_in_hbm, preload=(), tiles=tuple(tiles),
+        n_tiles=len(tiles), macs=0, tile_macs=0,
     )
 
 

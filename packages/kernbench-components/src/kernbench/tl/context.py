@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kernbench.components.pe.commands import ComputeCmd, CyclesCmd, DmaReadCmd, DmaWriteCmd
-from kernbench.components.pe.composite import EPILOGUE_OPS, SCOPES, CompositeCmd, EpilogueOp, Operand
-from kernbench.components.tiling import gemm_plan
+from kernbench.components.pe.composite import EPILOGUE_OPS, HEAD_OPS, SCOPES, CompositeCmd, EpilogueOp, Operand
+from kernbench.components.tiling import elementwise_plan, gemm_plan
 from kernbench.topology.address import PhysAddr
 from kernbench.topology.errors import KernbenchError
 
@@ -543,33 +543,61 @@ class TLContext:
         self._issue(CyclesCmd(n, self._event()))
 
     # ------------------------------------------------------------------ composite
-    def composite(self, a, b, out=None, *, epilogue: Sequence[dict] = (), out_dtype: str = "float32"
+    def composite(self, *operands, out=None, epilogue: Sequence[dict] = (), out_dtype: str = "float32"
                   ) -> CompletionHandle:
-        """Issue ``out = epilogue(a @ b)`` as one tiled pipeline; returns at once with a handle for :meth:`wait`.
+        """Issue one tiled pipeline; returns at once with a handle for :meth:`wait`.
 
-        Operand staging follows where the operands are: both in HBM (``tl.ref``
-        or tensor arguments) streams A and B blocks per tile (``ref_ref``); A in
-        TCM and B in HBM streams only B (``load_ref``); both in TCM streams
-        nothing (``load_load``). ``out`` is an HBM tensor (each output tile is
-        DMA-written) or None for a new TCM tensor. ``epilogue`` items are dicts
-        ``{"op": ..., "scope": "k_tile" | "output_tile" | "once", ...fields}``.
-        Operands must not be modified until the composite has been waited for.
+        GEMM head: ``tl.composite(a, b[, out])`` (or ``tl.composite("gemm", a, b[, out])``)
+        computes ``epilogue(a @ b)``. Operand staging follows where the operands
+        are: both in HBM (``tl.ref`` or tensor arguments) streams A and B blocks
+        per tile (``ref_ref``); A in TCM and B in HBM streams only B
+        (``load_ref``); both in TCM streams nothing (``load_load``).
+
+        Math head: ``tl.composite(op, x[, out])`` with ``op`` one of
+        ``copy exp sigmoid relu abs sqrt`` computes ``epilogue(op(x))`` over
+        32x64 blocks of a 2-D ``x`` (streamed from HBM when ``x`` is in HBM).
+
+        ``out`` is an HBM tensor (each output tile is DMA-written) or None for
+        a new TCM tensor. ``epilogue`` items are dicts ``{"op": ..., "scope":
+        "k_tile" | "output_tile" | "once", ...fields}``. Operands must not be
+        modified until the composite has been waited for.
         """
-        ha = self.ref(a) if isinstance(a, TensorArg) else a
-        hb = self.ref(b) if isinstance(b, TensorArg) else b
-        self._own(ha, hb)
-        if ha.pitch or hb.pitch:
-            raise TLError("tl.composite takes whole tensors, not blocks; it tiles them itself")
-        ha, hb = self._physical(ha), self._physical(hb)
-        if len(ha.shape) != 2 or len(hb.shape) != 2 or ha.shape[1] != hb.shape[0]:
-            raise TLError(f"tl.composite: shapes {ha.shape} and {hb.shape} do not form [M, K] @ [K, N]")
-        variant = {("hbm", "hbm"): "ref_ref", ("tcm", "hbm"): "load_ref", ("tcm", "tcm"): "load_load"}.get(
-            (ha.space, hb.space))
-        if variant is None:
-            raise TLError("tl.composite: with B in TCM, A must be in TCM too (tl.load it): staging variants are "
-                          "ref_ref, load_ref and load_load")
-        m, k = ha.shape
-        n = hb.shape[1]
+        head = "gemm"
+        if operands and isinstance(operands[0], str):
+            head, operands = operands[0], operands[1:]
+        if head != "gemm" and head not in HEAD_OPS:
+            raise TLError(f"tl.composite: unknown head op {head!r}; use 'gemm' or one of {', '.join(HEAD_OPS)}")
+        n_in = 2 if head == "gemm" else 1
+        if len(operands) not in (n_in, n_in + 1):
+            raise TLError(f"tl.composite({head!r}, ...) takes {n_in} input(s) and an optional output, "
+                          f"got {len(operands)} operand(s)")
+        if len(operands) > n_in:
+            out = operands[n_in]
+        inputs = []
+        for x in operands[:n_in]:
+            h = self.ref(x) if isinstance(x, TensorArg) else x
+            self._own(h)
+            if not isinstance(h, TensorHandle):
+                raise TLError(f"tl.composite: operands must be tensors, got {type(h).__name__}")
+            if h.pitch:
+                raise TLError("tl.composite takes whole tensors, not blocks; it tiles them itself")
+            inputs.append(self._physical(h))
+        ha = inputs[0]
+        hb = inputs[1] if head == "gemm" else None
+        if head == "gemm":
+            if len(ha.shape) != 2 or len(hb.shape) != 2 or ha.shape[1] != hb.shape[0]:
+                raise TLError(f"tl.composite: shapes {ha.shape} and {hb.shape} do not form [M, K] @ [K, N]")
+            variant = {("hbm", "hbm"): "ref_ref", ("tcm", "hbm"): "load_ref", ("tcm", "tcm"): "load_load"}.get(
+                (ha.space, hb.space))
+            if variant is None:
+                raise TLError("tl.composite: with B in TCM, A must be in TCM too (tl.load it): staging variants "
+                              "are ref_ref, load_ref and load_load")
+            m, k = ha.shape
+            n = hb.shape[1]
+        else:
+            if len(ha.shape) != 2:
+                raise TLError(f"tl.composite({head!r}): the input must be 2-D, got shape {ha.shape}")
+            m, n = ha.shape
         if out is None:
             self._dtype(out_dtype)
             ho = self._new((m, n), out_dtype)
@@ -578,14 +606,20 @@ class TLContext:
             self._own(ho)
             ho = self._physical(ho)
             if ho.shape != (m, n) or ho.pitch:
-                raise TLError(f"tl.composite: output is {ho.shape} but a @ b is {(m, n)} (whole tensors only)")
+                raise TLError(f"tl.composite: output is {ho.shape} but the result is {(m, n)} (whole tensors only)")
         ops = tuple(self._epilogue(item, n) for item in epilogue)
-        plan = gemm_plan(m, n, k, tile=self._tile, itemsize_in=np.dtype(ha.dtype).itemsize,
-                         itemsize_out=np.dtype(ho.dtype).itemsize, variant=variant, out_in_hbm=ho.space == "hbm")
+        out_hbm = ho.space == "hbm"
+        if head == "gemm":
+            plan = gemm_plan(m, n, k, tile=self._tile, itemsize_in=np.dtype(ha.dtype).itemsize,
+                             itemsize_out=np.dtype(ho.dtype).itemsize, variant=variant, out_in_hbm=out_hbm)
+        else:
+            plan = elementwise_plan(m, n, tile=self._tile[:2], itemsize_in=np.dtype(ha.dtype).itemsize,
+                                    itemsize_out=np.dtype(ho.dtype).itemsize, a_in_hbm=ha.space == "hbm",
+                                    out_in_hbm=out_hbm)
         done = self._event()
-        cmd = CompositeCmd(plan, Operand(ha.addr, ha.shape, ha.dtype, ha.space == "hbm"),
-                           Operand(hb.addr, hb.shape, hb.dtype, hb.space == "hbm"),
-                           Operand(ho.addr, ho.shape, ho.dtype, ho.space == "hbm"), ops, done)
+        operand_b = Operand(hb.addr, hb.shape, hb.dtype, hb.space == "hbm") if hb is not None else None
+        cmd = CompositeCmd(plan, Operand(ha.addr, ha.shape, ha.dtype, ha.space == "hbm"), operand_b,
+                           Operand(ho.addr, ho.shape, ho.dtype, out_hbm), ops, done, head)
         if self._recorded is not None:
             self._recorded.append(cmd)
             return CompletionHandle(self, done, ho)

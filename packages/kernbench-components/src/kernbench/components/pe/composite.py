@@ -31,6 +31,14 @@ from kernbench.components.tiling import Stage, TilePlan
 from kernbench.topology import naming as nm
 from kernbench.topology.address import PhysAddr
 
+HEAD_OPS = {  # math heads: the op a math-headed composite applies to every element of its input
+    "copy": lambda x: x,
+    "exp": np.exp,
+    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "relu": lambda x: np.maximum(x, 0),
+    "abs": np.abs,
+    "sqrt": np.sqrt,
+}
 EPILOGUE_OPS = {
     "scale": ("value",),
     "bias": ("vector",),
@@ -67,14 +75,18 @@ class Operand:
 
 @dataclass(frozen=True, slots=True)
 class CompositeCmd:
-    """C = A @ B over a tile plan with an epilogue; ``done`` fires when the last result is written."""
+    """``out = epilogue(head(a, b))`` over a tile plan; ``done`` fires when the last result is written.
+
+    ``head`` is ``"gemm"`` (``a @ b``) or a math op of :data:`HEAD_OPS` applied to ``a`` (``b`` is None).
+    """
 
     plan: TilePlan
     a: Operand
-    b: Operand
+    b: Operand | None
     out: Operand
     epilogue: tuple[EpilogueOp, ...]
     done: simpy.Event = field(repr=False, compare=False)
+    head: str = "gemm"
 
 
 def apply_epilogue(x: np.ndarray, op: EpilogueOp, col0: int, mem) -> np.ndarray:
@@ -130,7 +142,12 @@ class CompositeRun:
         for step in tile.steps:
             if step.stage is not Stage.DMA_READ:
                 continue
-            src = self.cmd.a.block_addr(r0, k0) if step.operand == "a" else self.cmd.b.block_addr(k0, c0)
+            if self.cmd.head != "gemm":
+                src = self.cmd.a.block_addr(r0, c0)
+            elif step.operand == "a":
+                src = self.cmd.a.block_addr(r0, k0)
+            else:
+                src = self.cmd.b.block_addr(k0, c0)
             ev = self.eng.env.event()
             pending.append(ev)
             dma.enqueue(DmaReadCmd(src, self._staging_addr(), step.nbytes, ev, copy_data=False), self.request)
@@ -157,16 +174,23 @@ class CompositeRun:
         tcm, fs = s.block("pe_tcm"), s.block("pe_fetch_store")
         gemm, vec = s.block("pe_gemm"), s.block("pe_math")
         log = self.eng.oplog
-        a_bytes = tile.m * tile.k * np.dtype(self.cmd.a.dtype).itemsize
-        b_bytes = tile.k * tile.n * np.dtype(self.cmd.b.dtype).itemsize
-        if i >= 2:  # two register-file buffers: fetch i waits until GEMM i-2 has taken its operands
+        if self.cmd.head == "gemm":
+            in_bytes = (tile.m * tile.k * np.dtype(self.cmd.a.dtype).itemsize
+                        + tile.k * tile.n * np.dtype(self.cmd.b.dtype).itemsize)
+        else:
+            in_bytes = tile.m * tile.n * np.dtype(self.cmd.a.dtype).itemsize
+        if i >= 2:  # two register-file buffers: fetch i waits until the head of tile i-2 has taken its operands
             t_ready = max(t_ready, self.gemm_start[i - 2])
-        f0, t_fetch = fs.fetch(tcm, t_ready, a_bytes + b_bytes)
+        f0, t_fetch = fs.fetch(tcm, t_ready, in_bytes)
         self.fetch_done[i] = t_fetch
-        log.record(f0, t_fetch, fs.id, "memory", "FETCH", {"tile": i, "nbytes": a_bytes + b_bytes})
-        g0, t = gemm.reserve(t_fetch, gemm.tile_ns)
+        log.record(f0, t_fetch, fs.id, "memory", "FETCH", {"tile": i, "nbytes": in_bytes})
+        if self.cmd.head == "gemm":
+            g0, t = gemm.reserve(t_fetch, gemm.tile_ns)
+            log.record(g0, t, gemm.id, "gemm", "GEMM", {"tile": i, "m": tile.m, "n": tile.n, "k": tile.k})
+        else:
+            g0 = max(t_fetch, vec.free_at)
+            t = self._math(vec, t_fetch, tile.m * tile.n, self.cmd.head, i)
         self.gemm_start[i] = g0
-        log.record(g0, t, gemm.id, "gemm", "GEMM", {"tile": i, "m": tile.m, "n": tile.n, "k": tile.k})
         for op in self.k_ops:
             t = self._math(vec, t, tile.m * tile.n, op.op, i)
         if not tile.last_k:
@@ -219,8 +243,16 @@ class CompositeRun:
     def _compute_data(self, mem) -> None:
         cmd = self.cmd
         a = mem.read_array(cmd.a.addr, cmd.a.shape, cmd.a.dtype).astype(np.float32)
-        b = mem.read_array(cmd.b.addr, cmd.b.shape, cmd.b.dtype).astype(np.float32)
         m, n = cmd.out.shape
+        if cmd.head != "gemm":
+            out = HEAD_OPS[cmd.head](a)
+            for op in (*self.k_ops, *self.tile_ops):  # elementwise: per tile equals on the whole
+                out = apply_epilogue(out, op, 0, mem)
+            for op in self.once_ops:
+                out = apply_epilogue(out, op, 0, mem)
+            mem.write(cmd.out.addr, out.astype(cmd.out.dtype))
+            return
+        b = mem.read_array(cmd.b.addr, cmd.b.shape, cmd.b.dtype).astype(np.float32)
         tm, tn, _ = cmd.plan.tile
         out = np.zeros((m, n), dtype=np.float32)
         acc = None
