@@ -281,3 +281,21 @@ def test_math_head_errors(graph):
         req = eng.submit(KernelLaunchMsg("k", fn, (((0, 0, 0), ()),)))
         eng.run()
         assert isinstance(req.error, KernelError) and text in str(req.error)
+
+
+def test_a_strided_block_lands_on_its_real_hbm_channels(graph):
+    """64 rows of 256 B with a 2048 B pitch: every row starts on the same pseudo-channel (2048 = 8 bursts),
+    so the block drains through one 16 GB/s channel; the same bytes contiguous use all eight."""
+    wide = np.zeros((64, 512), np.float32)
+    narrow = np.zeros((64, 64), np.float32)
+    eng, args = _setup(graph, [wide, narrow], data=False)
+
+    def kernel(tl, wide, narrow):
+        tl.load(tl.ref(wide)[:, 0:64])
+        tl.load(narrow)
+
+    _run(eng, kernel, args)
+    strided, contiguous = [r.t_end - r.t_start for r in eng.oplog.records if r.op_name == "dma_read"]
+    assert strided > 4 * contiguous
+    # one channel: 64 bursts x 16 ns after the first arrives
+    assert strided >= 64 * 256 / 16.0

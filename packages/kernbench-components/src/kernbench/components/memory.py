@@ -8,7 +8,8 @@ latency) and then serves them:
   burst index mod channels), and every channel drains its bursts one after
   another at ``channel_bw_gbs``: a flit-paced drain loop per channel, kept as
   one "free at" time per channel. A hot channel therefore queues while its
-  neighbours idle.
+  neighbours idle. A 2-D (strided) transfer's rows land at their real
+  addresses, so a narrow block of a wide matrix can hit few channels.
 * :class:`Sram` and :class:`MCpu` are bounded by the link that feeds them:
   a write is done when its last flit has arrived, a read streams its data
   back at link speed.
@@ -50,23 +51,22 @@ class HbmCtrl(Component):
         tr = pkt.transfer
         a0 = t_head + self.overhead_ns
         flit = self.engine.flit_bytes
-        base = tr.addr + pkt.offset
-        end = base + pkt.nbytes
         last_flit = pkt.nflits - 1
         t_last = pkt.t_tail + self.overhead_ns
         free, burst, k, npb, delta = self.free, self.burst, self.channels, self.ns_per_byte, pkt.delta
         done = a0
-        x = base
-        while x < end:
-            y = min((x // burst + 1) * burst, end)
-            f = (y - 1 - base) // flit
-            arrive = t_last if f >= last_flit else a0 + f * delta
-            ch = (x // burst) % k
-            start = free[ch] if free[ch] > arrive else arrive
-            free[ch] = finish = start + (y - x) * npb
-            if finish > done:
-                done = finish
-            x = y
+        for addr, off, n in _segments(tr.addr, pkt.offset, pkt.nbytes, tr.row_bytes, tr.pitch):
+            x, end = addr, addr + n
+            while x < end:
+                y = min((x // burst + 1) * burst, end)
+                f = (off + (y - 1 - addr) - pkt.offset) // flit
+                arrive = t_last if f >= last_flit else a0 + f * delta
+                ch = (x // burst) % k
+                start = free[ch] if free[ch] > arrive else arrive
+                free[ch] = finish = start + (y - x) * npb
+                if finish > done:
+                    done = finish
+                x = y
         self.engine.landed(pkt, done)
         if tr.landed == len(tr.packets):
             self.engine.oplog.record(tr.t_first, tr.t_done, self.id, "memory", "hbm_write",
@@ -76,29 +76,54 @@ class HbmCtrl(Component):
         a0 = t_head + self.overhead_ns
         flit = self.engine.flit_bytes
         free, burst, k, npb = self.free, self.burst, self.channels, self.ns_per_byte
-        base, nbytes = cmd.addr, cmd.read_nbytes
-        end = base + nbytes
+        nbytes = cmd.read_nbytes
         nflits = -(-nbytes // flit)
         flit_ready = [a0] * nflits
-        x = base
-        while x < end:
-            y = min((x // burst + 1) * burst, end)
-            ch = (x // burst) % k
-            start = free[ch] if free[ch] > a0 else a0
-            free[ch] = finish = start + (y - x) * npb
-            for f in range((x - base) // flit, (y - 1 - base) // flit + 1):
-                if finish > flit_ready[f]:
-                    flit_ready[f] = finish
-            x = y
+        for addr, off, n in _segments(cmd.addr, 0, nbytes, cmd.row_bytes, cmd.pitch):
+            x, end = addr, addr + n
+            while x < end:
+                y = min((x // burst + 1) * burst, end)
+                ch = (x // burst) % k
+                start = free[ch] if free[ch] > a0 else a0
+                free[ch] = finish = start + (y - x) * npb
+                for f in range((off + x - addr) // flit, (off + y - 1 - addr) // flit + 1):
+                    if finish > flit_ready[f]:
+                        flit_ready[f] = finish
+                x = y
         per_packet = self.engine.packet_bytes // flit
         ready = []
+        last = a0
         for p0 in range(0, nflits, per_packet):
             p1 = min(p0 + per_packet, nflits) - 1
-            r0, r1 = flit_ready[p0], max(flit_ready[p0:p1 + 1])
+            r0 = flit_ready[p0]
+            r1 = r0
+            for f in range(p0 + 1, p1 + 1):
+                if flit_ready[f] > r1:
+                    r1 = flit_ready[f]
+            if r1 > last:
+                last = r1
             ready.append((r0, (r1 - r0) / (p1 - p0) if p1 > p0 else 0.0))
         self.engine.read_reply(cmd, ready)
-        self.engine.oplog.record(t_head, max(flit_ready), self.id, "memory", "hbm_read",
-                                 {"addr": base, "nbytes": nbytes, "corr_id": cmd.request.corr_id})
+        self.engine.oplog.record(t_head, last, self.id, "memory", "hbm_read",
+                                 {"addr": cmd.addr, "nbytes": nbytes, "corr_id": cmd.request.corr_id})
+
+
+def _segments(base: int, offset: int, nbytes: int, row_bytes: int, pitch: int):
+    """Address-contiguous pieces ``(addr, payload_offset, n)`` of payload bytes ``[offset, offset + nbytes)``.
+
+    A 2-D (strided) transfer lays its payload out in rows of ``row_bytes``
+    that start ``pitch`` bytes apart; a contiguous one (``row_bytes == 0``)
+    is a single piece.
+    """
+    if not row_bytes:
+        yield base + offset, offset, nbytes
+        return
+    o, end = offset, offset + nbytes
+    while o < end:
+        row, col = divmod(o, row_bytes)
+        n = min(row_bytes - col, end - o)
+        yield base + row * pitch + col, o, n
+        o += n
 
 
 class LinkBoundMemory(Component):

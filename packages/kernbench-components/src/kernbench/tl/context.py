@@ -26,7 +26,7 @@ import numpy as np
 from kernbench.components.pe.commands import ComputeCmd, CyclesCmd, DmaReadCmd, DmaWriteCmd
 from kernbench.components.pe.composite import EPILOGUE_OPS, HEAD_OPS, SCOPES, CompositeCmd, EpilogueOp, Operand
 from kernbench.components.tiling import elementwise_plan, gemm_plan
-from kernbench.topology.address import PhysAddr
+from kernbench.topology.address import PhysAddr, decode
 from kernbench.topology.errors import KernbenchError
 
 if TYPE_CHECKING:
@@ -332,12 +332,23 @@ class TLContext:
         mmu = self._cpu.engine.components[f"{self._cpu.prefix}.pe_mmu"]
         return mmu.translate(h.addr, h.span), mmu.translate_ns
 
+    def _dma_target(self, op: str, h: TensorHandle) -> tuple[int, float]:
+        """Physical address (and translation time) of a DMA's far side, checked before anything is issued."""
+        if h.space != "hbm":
+            raise TLError(f"tl.{op}: {h} is already in the TCM; DMA moves data between the TCM and HBM/SRAM")
+        addr, translate_ns = self._phys(h)
+        if self._cpu is not None:
+            self._cpu.engine.resolver.resolve(decode(addr), h.span)  # AddressError here, not inside the engine
+        return addr, translate_ns
+
     def load(self, src: TensorArg | TensorHandle) -> TensorHandle:
         """DMA a tensor into TCM scratch and return the TCM handle (waits for the data)."""
         h = self.ref(src)
+        if h.space != "hbm":
+            raise TLError(f"tl.load: {h} is already in the TCM")
         out = self._new(h.shape, h.dtype)
         row = h.shape[-1] * np.dtype(h.dtype).itemsize if h.pitch else 0
-        src, translate_ns = self._phys(h)
+        src, translate_ns = self._dma_target("load", h)
         self._issue(DmaReadCmd(src, out.addr, h.nbytes, self._event(), row_bytes=row, src_pitch=h.pitch,
                                dst_pitch=row, translate_ns=translate_ns))
         return out
@@ -349,7 +360,7 @@ class TLContext:
         if d.shape != src.shape or d.dtype != src.dtype:
             raise TLError(f"tl.store: destination is {d.shape} {d.dtype} but the value is {src.shape} {src.dtype}")
         row = d.shape[-1] * np.dtype(d.dtype).itemsize if d.pitch else 0
-        dst, translate_ns = self._phys(d)
+        dst, translate_ns = self._dma_target("store", d)
         self._issue(DmaWriteCmd(src.addr, dst, src.nbytes, self._event(), row_bytes=row, src_pitch=row,
                                 dst_pitch=d.pitch, translate_ns=translate_ns))
 
@@ -427,6 +438,9 @@ class TLContext:
         except ValueError:
             raise TLError(f"tl.{op}: shapes {shapes[0]} and {shapes[-1]} do not broadcast") from None
         dtype = handles[0].dtype
+        if any(h.dtype != dtype for h in handles):
+            raise TLError(f"tl.{op}: operands are {handles[0].dtype} and {handles[-1].dtype}; mixed dtypes are not "
+                          f"supported, convert one first")
         fn = _BINARY[op]
         if isinstance(a, TensorHandle) and isinstance(b, TensorHandle):
             return self._run("math", op, (a, b), self._new(shape, dtype), math.prod(shape), fn)
@@ -495,6 +509,8 @@ class TLContext:
     def softmax(self, x: TensorHandle, axis: int = -1) -> TensorHandle:
         """Numerically stable softmax along ``axis``; the math engine makes four passes (max, exp, sum, divide)."""
         self._tcm("softmax", x)
+        if not -len(x.shape) <= axis < len(x.shape):
+            raise TLError(f"tl.softmax: axis {axis} is out of range for shape {x.shape}")
 
         def fn(v):
             e = np.exp(v - v.max(axis=axis, keepdims=True))
@@ -584,6 +600,8 @@ class TLContext:
             inputs.append(self._physical(h))
         ha = inputs[0]
         hb = inputs[1] if head == "gemm" else None
+        if hb is not None and hb.dtype != ha.dtype:
+            raise TLError(f"tl.composite: operands are {ha.dtype} and {hb.dtype}; use one dtype for both")
         if head == "gemm":
             if len(ha.shape) != 2 or len(hb.shape) != 2 or ha.shape[1] != hb.shape[0]:
                 raise TLError(f"tl.composite: shapes {ha.shape} and {hb.shape} do not form [M, K] @ [K, N]")

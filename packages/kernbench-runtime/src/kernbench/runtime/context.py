@@ -143,8 +143,7 @@ class RuntimeContext:
 
     def _drain(self, requests: list[Request]) -> None:
         for req in requests:
-            if req.t_end is None:
-                self.engine.env.run(until=req.done)
+            self.engine.wait(req)
         for req in requests:
             if req.error is not None:
                 raise req.error
@@ -167,46 +166,62 @@ class RuntimeContext:
             raise
         t = Tensor(shape, dtype, policy, self.device, placed)
         if self.virtual:
-            t.va = self._va.alloc(t.nbytes)
-            self._map(t)
+            try:
+                t.va = self._va.alloc(t.nbytes)
+                self._map(t)
+            except KernbenchError:
+                for shard, addr in placed:
+                    self._allocator(shard.sip, shard.cube, shard.pe).free_hbm(addr, shard.nbytes)
+                if t.va is not None:
+                    self._va.free(t.va, t.nbytes)
+                raise
         self._tensors.append(t)
         return t
 
     def _map(self, t: Tensor) -> None:
         """Install the tensor's virtual range in the MMU of every PE holding part of it (through the fabric).
 
-        A PE holding a whole copy maps the range to its own copy; a PE whose
-        cube holds a whole copy maps its cube's shards; otherwise (the tensor
-        is split across cubes) every PE maps every shard.
+        Each PE maps every part of the tensor to one copy of it: its own shard
+        where it holds that part, else a copy in its own cube (same PE index
+        first), else the copy on the same PE index of the nearest-numbered
+        cube. Replicated parts therefore always resolve to the closest copy,
+        and a PE never maps one virtual byte twice.
         """
         item = np.dtype(t.dtype).itemsize
         cols = t.shape[-1] if t.shape else 1
-        whole = t.nbytes
+        copies: dict[tuple, list[tuple[Shard, PhysAddr]]] = {}
+        for part in t.shards:
+            copies.setdefault((part[0].rows, part[0].cols), []).append(part)
+        entries_of: dict[int, tuple] = {}
 
-        def entries(parts):
-            out = []
-            for shard, addr in parts:
+        def entries(part) -> tuple:
+            shard, addr = part
+            key = id(shard)
+            if key not in entries_of:
                 (r0, r1), (c0, c1) = shard.rows, shard.cols
                 pa = addr.encode()
                 if c1 - c0 == cols:
-                    out.append((t.va + r0 * cols * item, pa, shard.nbytes))
+                    entries_of[key] = ((t.va + r0 * cols * item, pa, shard.nbytes),)
                 else:
                     width = (c1 - c0) * item
-                    out += [(t.va + (r * cols + c0) * item, pa + (r - r0) * width, width) for r in range(r0, r1)]
-            return tuple(out)
+                    entries_of[key] = tuple((t.va + (r * cols + c0) * item, pa + (r - r0) * width, width)
+                                            for r in range(r0, r1))
+            return entries_of[key]
 
-        by_cube: dict[int, list] = {}
-        for part in t.shards:
-            by_cube.setdefault(part[0].cube, []).append(part)
+        def closest(me: Shard, group):
+            return min(group, key=lambda p: (p[0].pe != me.pe or p[0].cube != me.cube, p[0].cube != me.cube,
+                                            p[0].pe != me.pe, abs(p[0].cube - me.cube), p[0].cube, p[0].pe))
+
         reqs = []
-        for shard, addr in t.shards:
-            if shard.nbytes == whole:
-                parts = [(shard, addr)]
-            elif sum(s.nbytes for s, _ in by_cube[shard.cube]) == whole:
-                parts = by_cube[shard.cube]
-            else:
-                parts = t.shards
-            reqs.append(self.engine.submit(MmuMapMsg(shard.sip, shard.cube, shard.pe, entries(parts))))
+        for me, _ in t.shards:
+            mine = [e for group in copies.values() for e in entries(closest(me, group))]
+            reqs.append(self.engine.submit(MmuMapMsg(me.sip, me.cube, me.pe, tuple(mine))))
+        self._drain(reqs)
+
+    def _unmap(self, t: Tensor) -> None:
+        """Remove the tensor's virtual range from the MMUs that mapped it."""
+        reqs = [self.engine.submit(MmuMapMsg(s.sip, s.cube, s.pe, ((t.va, 0, t.nbytes),), unmap=True))
+                for s, _ in t.shards]
         self._drain(reqs)
 
     def from_numpy(self, array: np.ndarray, policy: DPPolicy | None = None) -> Tensor:
@@ -246,6 +261,7 @@ class RuntimeContext:
         for shard, addr in t.shards:
             self._allocator(shard.sip, shard.cube, shard.pe).free_hbm(addr, shard.nbytes)
         if t.va is not None:
+            self._unmap(t)
             self._va.free(t.va, t.nbytes)
         t.freed = True
         self._tensors.remove(t)

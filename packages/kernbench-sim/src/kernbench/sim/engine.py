@@ -176,6 +176,20 @@ class GraphEngine:
                               for r in self._pending.values())
             raise DeadlockError(f"event queue empty but {len(self._pending)} request(s) never completed: {stuck}")
 
+    def wait(self, request: Request) -> None:
+        """Run until ``request`` completes; :class:`DeadlockError` if the event queue empties first."""
+        if request.t_end is not None:
+            return
+        try:
+            self.env.run(until=request.done)
+        except RuntimeError as exc:  # SimPy: no scheduled events left but the until-event was not triggered
+            if request.t_end is not None:
+                raise
+            stuck = "; ".join(f"corr {r.corr_id} {type(r.msg).__name__} from {r.source}"
+                              for r in self._pending.values())
+            raise DeadlockError(f"event queue empty while waiting for corr {request.corr_id}; "
+                                f"{len(self._pending)} request(s) never completed: {stuck}") from exc
+
     def link_stats(self, include_idle: bool = False) -> list[LinkStats]:
         """Per-wire counters in graph edge order: every wire that carried traffic, or every edge."""
         if include_idle:
@@ -405,8 +419,10 @@ class GraphEngine:
         """Send a read's data back along the reversed command path, paced by ``ready``."""
         nodes = cmd.reply_nodes if cmd.reply_nodes is not None else tuple(reversed(cmd.route.nodes))
         route = self.route(nodes)
-        return self.send(cmd.request, route, cmd.read_nbytes, kind="read_data", addr=cmd.addr,
-                         t_start=ready[0][0], ready=ready, on_done=on_done or cmd.on_reply or self._write_done)
+        tr = self.send(cmd.request, route, cmd.read_nbytes, kind="read_data", addr=cmd.addr,
+                       t_start=ready[0][0], ready=ready, on_done=on_done or cmd.on_reply or self._write_done)
+        tr.row_bytes, tr.pitch = cmd.row_bytes, cmd.pitch
+        return tr
 
     def _resolve(self, addr: PhysAddr, nbytes: int) -> str:
         if not isinstance(addr, PhysAddr):
@@ -436,6 +452,10 @@ class GraphEngine:
         msg: KernelLaunchMsg = req.msg
         if not msg.targets:
             raise MessageError(f"kernel launch {msg.kernel!r} has no target PEs")
+        pes = [t[0] for t in msg.targets]
+        if len(set(pes)) != len(pes):
+            dup = sorted({p for p in pes if pes.count(p) > 1})[0]
+            raise MessageError(f"kernel launch {msg.kernel!r} targets PE sip{dup[0]}.cube{dup[1]}.pe{dup[2]} twice")
         by_sip: dict[int, list] = {}
         for (sip, cube, pe), args in msg.targets:
             self.resolver.find_pe_block(sip, cube, pe, "pe_cpu")

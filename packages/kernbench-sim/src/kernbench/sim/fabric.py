@@ -119,11 +119,13 @@ class Transfer:
         "on_reply",
         "packets",
         "payload",
+        "pitch",
         "read_nbytes",
         "ready",
         "reply_nodes",
         "request",
         "route",
+        "row_bytes",
         "t_done",
         "t_first",
     )
@@ -136,6 +138,8 @@ class Transfer:
         self.addr = addr
         self.packets: list[Packet] = []
         self.payload: object = None
+        self.row_bytes = 0  # a 2-D transfer: payload rows of row_bytes whose addresses are pitch apart
+        self.pitch = 0
         self.on_reply = None
         self.reply_nodes: tuple[str, ...] | None = None
         self.ready: list[tuple[float, float]] | None = None

@@ -81,16 +81,18 @@ class KernelLaunchMsg:
 
 @dataclass(frozen=True, slots=True)
 class MmuMapMsg:
-    """Install virtual-to-physical mappings in PE (sip, cube, pe)'s MMU.
+    """Install (or, with ``unmap``, remove) virtual-to-physical mappings in PE (sip, cube, pe)'s MMU.
 
     ``entries`` are ``(va, pa, nbytes)``: ``nbytes`` bytes from virtual
-    address ``va`` map to the encoded physical address ``pa`` onwards.
+    address ``va`` map to the encoded physical address ``pa`` onwards
+    (``pa`` is ignored when unmapping).
     """
 
     sip: int
     cube: int
     pe: int
     entries: tuple[tuple[int, int, int], ...] = field(repr=False)
+    unmap: bool = False
 
 
 @dataclass(frozen=True, slots=True)

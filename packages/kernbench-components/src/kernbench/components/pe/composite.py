@@ -72,6 +72,13 @@ class Operand:
         """Address of element (r0, c0) of the row-major matrix (a 2-D DMA descriptor's start)."""
         return self.addr + (r0 * self.shape[1] + c0) * np.dtype(self.dtype).itemsize
 
+    def row_layout(self, cols: int) -> tuple[int, int]:
+        """(row bytes, row pitch) of a block ``cols`` wide; (0, 0) when the block is contiguous (full rows)."""
+        if cols == self.shape[1]:
+            return 0, 0
+        item = np.dtype(self.dtype).itemsize
+        return cols * item, self.shape[1] * item
+
 
 @dataclass(frozen=True, slots=True)
 class CompositeCmd:
@@ -118,7 +125,9 @@ class CompositeRun:
         self.gemm_start: list[float] = [0.0] * len(self.tiles)
         self.outputs_left = cmd.plan.n_output_tiles
         self.t_last = t0
-        self.staging = sched.block("pe_tcm")  # staging buffers live in TCM; data mode reads operands directly
+        loc = nm.locate(sched.id)
+        # TCM staging buffers at the bottom of the TCM; their bytes are not modeled (data mode reads operands)
+        self.staging = PhysAddr(loc.sip, loc.cube, "tcm", 0, loc.pe).encode()
         self.reads = [s for s in self.tiles[0].steps if s.stage is Stage.DMA_READ] if self.tiles else []
         self.k_ops = [op for op in cmd.epilogue if op.scope == "k_tile"]
         self.tile_ops = [op for op in cmd.epilogue if op.scope == "output_tile"]
@@ -143,14 +152,16 @@ class CompositeRun:
             if step.stage is not Stage.DMA_READ:
                 continue
             if self.cmd.head != "gemm":
-                src = self.cmd.a.block_addr(r0, c0)
+                operand, src = self.cmd.a, self.cmd.a.block_addr(r0, c0)
             elif step.operand == "a":
-                src = self.cmd.a.block_addr(r0, k0)
+                operand, src = self.cmd.a, self.cmd.a.block_addr(r0, k0)
             else:
-                src = self.cmd.b.block_addr(k0, c0)
+                operand, src = self.cmd.b, self.cmd.b.block_addr(k0, c0)
             ev = self.eng.env.event()
             pending.append(ev)
-            dma.enqueue(DmaReadCmd(src, self._staging_addr(), step.nbytes, ev, copy_data=False), self.request)
+            row, pitch = operand.row_layout(step.cols)
+            dma.enqueue(DmaReadCmd(src, self.staging, step.nbytes, ev, copy_data=False, row_bytes=row,
+                                   src_pitch=pitch, dst_pitch=row), self.request)
         left = [len(pending)]
 
         def landed(_ev) -> None:
@@ -163,10 +174,7 @@ class CompositeRun:
         for ev in pending:
             ev.callbacks.append(landed)
 
-    def _staging_addr(self) -> int:
-        """The TCM staging buffers' address: the bottom of this PE's TCM (their bytes are not modeled)."""
-        loc = nm.locate(self.sched.id)
-        return PhysAddr(loc.sip, loc.cube, "tcm", 0, loc.pe).encode()
+
 
     def _compute(self, i: int, t_ready: float) -> None:
         tile = self.tiles[i]
@@ -204,7 +212,7 @@ class CompositeRun:
         if self.cmd.out.in_hbm:
             tm, tn, _ = self.cmd.plan.tile
             dst = self.cmd.out.block_addr(tile.i * tm, tile.j * tn)
-            self.eng.at(t_store, lambda _: self._write(dst, out_bytes))
+            self.eng.at(t_store, lambda _: self._write(dst, out_bytes, tile.n))
         else:
             self.t_last = max(self.t_last, t_store)
             self._output_done(t_store)
@@ -214,10 +222,12 @@ class CompositeRun:
         self.eng.oplog.record(start, end, vec.id, "math", "MATH", {"tile": i, "op": op, "elements": elements})
         return end
 
-    def _write(self, dst: int, nbytes: int) -> None:
+    def _write(self, dst: int, nbytes: int, cols: int) -> None:
         ev = self.eng.env.event()
         ev.callbacks.append(lambda _: self._output_done(self.eng.now))
-        self.sched.block("pe_dma").enqueue(DmaWriteCmd(self._staging_addr(), dst, nbytes, ev, copy_data=False),
+        row, pitch = self.cmd.out.row_layout(cols)
+        self.sched.block("pe_dma").enqueue(DmaWriteCmd(self.staging, dst, nbytes, ev, copy_data=False,
+                                                       row_bytes=row, src_pitch=row, dst_pitch=pitch),
                                            self.request)
 
     def _output_done(self, t: float) -> None:

@@ -8,6 +8,8 @@ its ``overhead_ns`` (commands are issued one at a time).
 
 from __future__ import annotations
 
+from collections import deque
+
 from greenlet import greenlet
 
 from kernbench.components.launch import LaunchReport, PeLaunch, PeReport
@@ -19,7 +21,7 @@ from kernbench.topology import naming as nm
 class PeCpu(Component):
     """The PE's control CPU: kernel host, command issuer."""
 
-    __slots__ = ("busy_ns", "count", "free_at", "prefix", "scheduler")
+    __slots__ = ("busy_ns", "count", "free_at", "prefix", "queued", "running", "scheduler")
 
     def __init__(self, engine, node) -> None:
         super().__init__(engine, node)
@@ -28,15 +30,26 @@ class PeCpu(Component):
         self.count = 0
         self.prefix = nm.pe_of(self.id)
         self.scheduler = f"{self.prefix}.pe_scheduler"
+        self.running = False  # a kernel is running here: a later launch waits for it (its scratch is shared)
+        self.queued: deque = deque()
 
     def on_control(self, payload: object, t: float, transfer) -> None:
         """A launch arrived at ``t``: start the kernel at the launch's barrier time."""
         if not isinstance(payload, PeLaunch):
             super().on_control(payload, t, transfer)
         arrival = t + self.overhead_ns
+        item = (payload, transfer.request, arrival)
+        if self.running:
+            self.queued.append(item)
+            return
+        self.running = True
+        self._schedule(item)
+
+    def _schedule(self, item: tuple) -> None:
+        payload, _, arrival = item
         # The barrier is predicted by summing the same delays in another order: allow float rounding.
         start = payload.target_start_ns if arrival <= payload.target_start_ns + 1e-6 else arrival
-        self.engine.at(start, self._start, (payload, transfer.request, arrival))
+        self.engine.at(max(start, self.engine.now), self._start, item)
 
     def issue(self, cmd: object, request) -> None:
         """Issue one command to the scheduler; the PE_CPU is busy for its overhead (or the cycles asked)."""
@@ -67,8 +80,8 @@ class PeCpu(Component):
     def _drive(self, ctx, value: object) -> None:
         try:
             ev = ctx.glet.switch(value)
-        except Exception as exc:  # the kernel raised: report it, the launch ends
-            self._report(ctx, f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # the kernel raised: the launch fails once its composites have drained
+            self._kernel_returned(ctx, f"{type(exc).__name__}: {exc}")
             return
         if ctx.glet.dead:
             self._kernel_returned(ctx)
@@ -77,13 +90,17 @@ class PeCpu(Component):
         else:
             ev.callbacks.append(lambda e: self._drive(ctx, e._value))
 
-    def _kernel_returned(self, ctx) -> None:
-        """The kernel body returned; its run ends once the composites it left in flight complete."""
+    def _kernel_returned(self, ctx, error: str | None = None) -> None:
+        """The kernel body ended (returned or raised); its run ends once the composites it left in flight complete."""
         pending = [e for e in ctx.pending_events if not e.processed]
         if pending:
-            pending[0].callbacks.append(lambda e: self._kernel_returned(ctx))
+            pending[0].callbacks.append(lambda e: self._kernel_returned(ctx, error))
             return
-        self._report(ctx, None)
+        self._report(ctx, error)
+        if self.queued:
+            self._schedule(self.queued.popleft())
+        else:
+            self.running = False
 
     def _report(self, ctx, error: str | None) -> None:
         eng = self.engine

@@ -162,7 +162,10 @@ class PeScheduler(Component):
         elif isinstance(cmd, ComputeCmd):
             self._compute(cmd, t0)
         elif isinstance(cmd, CompositeCmd):
-            CompositeRun(self, cmd, transfer.request, t0).start()
+            # The pipeline starts when the scheduler has dispatched it and its first DMA command reached PE_DMA.
+            run = CompositeRun(self, cmd, transfer.request, t0)
+            dma = self.block("pe_dma")
+            self.engine.at(t0 + self.engine.graph.edge(self.id, dma.id).latency_ns, lambda _: run.start())
         elif isinstance(cmd, CyclesCmd):
             self.engine.at(t0, lambda _: cmd.done.succeed(None))
         else:

@@ -1,17 +1,20 @@
-"""PE_MMU: the PE's page table, filled by ``MmuMapMsg`` over the fabric, read synchronously.
+"""PE_MMU: the PE's translation table, filled by ``MmuMapMsg`` over the fabric, read synchronously.
 
-Mappings arrive as ``(va, pa, nbytes)`` entries. Page-aligned runs of whole
-pages go into the page table; anything else becomes a sub-page region
-(checked newest first, later mappings win). This lets a tensor shard that
-does not start or end on a page boundary still be addressed by its virtual
-address; a real MMU maps whole pages only, so regions are a modeling aid.
+The table is an ordered set of non-overlapping intervals ``[va, va + n) ->
+pa``. Installing a mapping replaces whatever it overlaps (later mappings
+win); an unmap message removes a range. Intervals need not be page aligned,
+so a tensor shard that starts or ends inside a page can still be addressed
+by virtual address; a real MMU maps whole pages only, and sub-page intervals
+are a modeling aid (see ADR 0011). Lookups bisect the interval starts.
 
 ``translate`` costs no simulated time itself: the DMA that uses the
 translated address pays ``pe.mmu_translate_ns``. An unmapped address, or a
-range whose pages are not physically contiguous, raises :class:`MmuFault`.
+range that is not contiguous in physical memory, raises :class:`MmuFault`.
 """
 
 from __future__ import annotations
+
+from bisect import bisect_right
 
 from kernbench.sim.component import Component
 from kernbench.sim.messages import MmuMapMsg
@@ -23,42 +26,68 @@ class MmuFault(KernbenchError):
 
 
 class PeMmu(Component):
-    """Page table + sub-page regions of one PE."""
+    """Interval translation table of one PE."""
 
-    __slots__ = ("page", "pages", "regions", "translate_ns")
+    __slots__ = ("his", "los", "pas", "translate_ns")
 
     def __init__(self, engine, node) -> None:
         super().__init__(engine, node)
-        self.page = engine.spec.pe.mmu_page_bytes
         self.translate_ns = engine.spec.pe.mmu_translate_ns
-        self.pages: dict[int, int] = {}
-        self.regions: list[tuple[int, int, int]] = []
+        self.los: list[int] = []
+        self.his: list[int] = []
+        self.pas: list[int] = []
 
     def on_control(self, payload: object, t: float, transfer) -> None:
-        """Install a mapping message; the host's request completes after the MMU's overhead."""
+        """Install (or remove) a message's mappings; the host's request completes after the MMU's overhead."""
         if not isinstance(payload, MmuMapMsg):
             super().on_control(payload, t, transfer)
         for va, pa, nbytes in payload.entries:
-            self.install(va, pa, nbytes)
+            self._cut(va, va + nbytes)
+            if not payload.unmap:
+                self._insert(va, va + nbytes, pa)
         self.engine.finish(transfer.request, t + self.overhead_ns)
 
     def install(self, va: int, pa: int, nbytes: int) -> None:
-        """Map ``nbytes`` from ``va`` to ``pa``."""
-        page = self.page
-        if va % page == 0 and pa % page == 0 and nbytes % page == 0:
-            for i in range(nbytes // page):
-                self.pages[va // page + i] = pa + i * page
-        else:
-            self.regions.append((va, va + nbytes, pa))
+        """Map ``nbytes`` from ``va`` to ``pa``, replacing any overlapping mapping."""
+        self._cut(va, va + nbytes)
+        self._insert(va, va + nbytes, pa)
+
+    @property
+    def intervals(self) -> list[tuple[int, int, int]]:
+        """The table as ``(va_lo, va_hi, pa)`` triples, ascending."""
+        return list(zip(self.los, self.his, self.pas, strict=True))
+
+    def _insert(self, lo: int, hi: int, pa: int) -> None:
+        i = bisect_right(self.los, lo)
+        self.los.insert(i, lo)
+        self.his.insert(i, hi)
+        self.pas.insert(i, pa)
+
+    def _cut(self, lo: int, hi: int) -> None:
+        """Remove [lo, hi) from the table, trimming intervals that stick out on either side."""
+        i = max(bisect_right(self.los, lo) - 1, 0)
+        keep: list[tuple[int, int, int]] = []
+        j = i
+        while j < len(self.los) and self.los[j] < hi:
+            a, b, pa = self.los[j], self.his[j], self.pas[j]
+            if b > lo:
+                if a < lo:
+                    keep.append((a, lo, pa))
+                if b > hi:
+                    keep.append((hi, b, pa + (hi - a)))
+            else:
+                keep.append((a, b, pa))
+            j += 1
+        self.los[i:j] = [k[0] for k in keep]
+        self.his[i:j] = [k[1] for k in keep]
+        self.pas[i:j] = [k[2] for k in keep]
 
     def _lookup(self, va: int) -> tuple[int | None, int]:
-        """Physical address of one byte and how many bytes from it the same mapping piece covers."""
-        for lo, hi, pa in reversed(self.regions):
-            if lo <= va < hi:
-                return pa + (va - lo), hi - va
-        vpn, off = divmod(va, self.page)
-        base = self.pages.get(vpn)
-        return (None, 0) if base is None else (base + off, self.page - off)
+        """Physical address of one byte and how many bytes from it the same interval covers."""
+        i = bisect_right(self.los, va) - 1
+        if i >= 0 and va < self.his[i]:
+            return self.pas[i] + (va - self.los[i]), self.his[i] - va
+        return None, 0
 
     def translate(self, va: int, nbytes: int) -> int:
         """The physical address of ``nbytes`` at ``va`` (they must be contiguous in physical memory)."""
