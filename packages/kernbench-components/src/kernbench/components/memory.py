@@ -55,7 +55,10 @@ class HbmCtrl(Component):
         t_last = pkt.t_tail + self.overhead_ns
         free, burst, k, npb, delta = self.free, self.burst, self.channels, self.ns_per_byte, pkt.delta
         done = a0
-        for addr, off, n in _segments(tr.addr, pkt.offset, pkt.nbytes, tr.row_bytes, tr.pitch):
+        # NOTE: contiguous transfers (the common case) skip the segment generator: this runs per packet.
+        pieces = ((tr.addr + pkt.offset, pkt.offset, pkt.nbytes),) if not tr.row_bytes else \
+            _segments(tr.addr, pkt.offset, pkt.nbytes, tr.row_bytes, tr.pitch)
+        for addr, off, n in pieces:
             x, end = addr, addr + n
             while x < end:
                 y = min((x // burst + 1) * burst, end)
