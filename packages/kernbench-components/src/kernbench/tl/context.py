@@ -15,6 +15,7 @@ command completes; f16 arithmetic is done in f32 and rounded.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 from collections.abc import Callable, Sequence
@@ -101,7 +102,7 @@ class CompletionHandle:
 class TensorHandle:
     """A tensor inside a kernel: where it lives (encoded PA), its shape and dtype."""
 
-    __slots__ = ("addr", "ctx", "dtype", "pitch", "shape", "space", "virtual")
+    __slots__ = ("addr", "ctx", "dtype", "pitch", "ready", "scope", "shape", "space", "virtual")
 
     def __init__(self, ctx: TLContext, addr: int, shape: tuple[int, ...], dtype: str, space: str,
                  pitch: int = 0, virtual: bool = False) -> None:
@@ -112,6 +113,8 @@ class TensorHandle:
         self.space = space
         self.pitch = pitch  # bytes between rows of a 2-D block of a larger HBM tensor; 0 = contiguous
         self.virtual = virtual  # addr is a virtual address, translated by the PE's MMU on access
+        self.ready = None  # the completion event of a lazy load still filling this tensor
+        self.scope = 0  # the scratch scope the tensor was allocated in (0 = the kernel's outermost)
 
     def __getitem__(self, key) -> TensorHandle:
         """A 2-D block ``h[r0:r1, c0:c1]`` of an HBM tensor (a strided DMA source or destination)."""
@@ -237,6 +240,10 @@ class TLContext:
         self._tile = (spec.pe.gemm.tile_m, spec.pe.gemm.tile_n, spec.pe.gemm.tile_k)
         self._clock_ghz = spec.pe.clock_ghz
         self._pending: list = []
+        self._scopes: list[tuple[int, int]] = [(0, 0)]  # (scope id, cursor at entry)
+        self._next_scope = 1
+        self._dead_scopes: set[int] = set()
+        self._loads: list[tuple[int, object]] = []  # (target scratch offset, event) of loads not yet awaited
 
     # ------------------------------------------------------------------ identity and helpers
     def program_id(self, axis: int) -> int:
@@ -275,7 +282,34 @@ class TLContext:
 
     def _new(self, shape: Sequence[int], dtype: str) -> TensorHandle:
         shape = tuple(int(s) for s in shape)
-        return TensorHandle(self, self._alloc(_nbytes(shape, dtype)), shape, dtype, "tcm")
+        h = TensorHandle(self, self._alloc(_nbytes(shape, dtype)), shape, dtype, "tcm")
+        h.scope = self._scopes[-1][0]
+        return h
+
+    @contextlib.contextmanager
+    def scratch_scope(self):
+        """``with tl.scratch_scope():`` — scratch allocated inside is released when the block exits.
+
+        Scopes nest. On exit the cursor rewinds to where the scope began, after
+        waiting for any lazy load still filling a buffer being released; a
+        tensor allocated inside the scope cannot be used after it (TLError).
+        Tensors that must live across iterations (a running state, prefetch
+        buffers) are allocated before entering the scope.
+        """
+        sid = self._next_scope
+        self._next_scope += 1
+        start = self._cursor
+        self._scopes.append((sid, start))
+        try:
+            yield
+        finally:
+            for off, ev in list(self._loads):
+                if off >= start:
+                    self._block(ev)
+            self._loads = [(off, ev) for off, ev in self._loads if off < start]
+            self._scopes.pop()
+            self._dead_scopes.add(sid)
+            self._cursor = start
 
     # ------------------------------------------------------------------ blocking issue
     def _issue(self, cmd) -> None:
@@ -292,11 +326,17 @@ class TLContext:
 
     def _own(self, *handles) -> None:
         for h in handles:
-            if isinstance(h, TensorHandle) and h.ctx is not self:
+            if not isinstance(h, TensorHandle):
+                continue
+            if h.ctx is not self:
                 raise TLError(f"kernel {self.kernel!r} on PE {self.pe} used a tensor handle created by another "
                               f"kernel ({h.ctx.kernel!r} on PE {h.ctx.pe}); handles are only valid in their kernel")
+            if h.scope in self._dead_scopes:
+                raise TLError(f"kernel {self.kernel!r} on PE {self.pe} used {h}, allocated in a scratch scope that "
+                              f"has exited; its bytes may be reused — allocate it before the scope")
 
     def _tcm(self, op: str, *handles) -> None:
+        """Check TCM operands of ``op`` and wait for any lazy load still filling them."""
         for h in handles:
             if isinstance(h, TensorArg):
                 raise TLError(f"tl.{op}: {h.shape} {h.dtype} is a tensor argument in HBM; tl.load it first")
@@ -304,6 +344,14 @@ class TLContext:
         for h in handles:
             if isinstance(h, TensorHandle) and h.space != "tcm":
                 raise TLError(f"tl.{op}: operand {h} is in HBM; tl.load it into the TCM first")
+        self._await(*handles)
+
+    def _await(self, *handles) -> None:
+        for h in handles:
+            if isinstance(h, TensorHandle) and h.ready is not None:
+                ev, h.ready = h.ready, None
+                self._block(ev)
+                self._loads = [(off, e) for off, e in self._loads if e is not ev]
 
     # ------------------------------------------------------------------ data movement
     def ref(self, arg: TensorArg | TensorHandle) -> TensorHandle:
@@ -342,15 +390,26 @@ class TLContext:
         return addr, translate_ns
 
     def load(self, src: TensorArg | TensorHandle) -> TensorHandle:
-        """DMA a tensor into TCM scratch and return the TCM handle (waits for the data)."""
+        """Start a DMA of a tensor into TCM scratch and return its TCM handle at once.
+
+        The load is lazy: the first operation that reads the handle waits for
+        the data, so independent work issued in between overlaps the DMA.
+        """
         h = self.ref(src)
         if h.space != "hbm":
             raise TLError(f"tl.load: {h} is already in the TCM")
         out = self._new(h.shape, h.dtype)
         row = h.shape[-1] * np.dtype(h.dtype).itemsize if h.pitch else 0
         src, translate_ns = self._dma_target("load", h)
-        self._issue(DmaReadCmd(src, out.addr, h.nbytes, self._event(), row_bytes=row, src_pitch=h.pitch,
-                               dst_pitch=row, translate_ns=translate_ns))
+        cmd = DmaReadCmd(src, out.addr, h.nbytes, self._event(), row_bytes=row, src_pitch=h.pitch,
+                         dst_pitch=row, translate_ns=translate_ns)
+        if self._recorded is not None:
+            self._recorded.append(cmd)
+            return out
+        self._cpu.issue(cmd, self._request)
+        out.ready = cmd.done
+        self._pending.append(cmd.done)
+        self._loads.append((out.addr - self._scratch_base, cmd.done))
         return out
 
     def store(self, dst: TensorArg | TensorHandle, src: TensorHandle) -> None:
@@ -527,6 +586,42 @@ class TLContext:
         return self._run("math", "transpose", (x,), self._new(shape, x.dtype), x.size,
                          lambda v: np.swapaxes(v, -1, -2))
 
+    def copy_to(self, dst: TensorHandle, src: TensorHandle) -> TensorHandle:
+        """Copy a TCM tensor into another TCM tensor of the same shape and dtype (math engine, op ``copy``)."""
+        for name, h in (("dst", dst), ("src", src)):
+            if not isinstance(h, TensorHandle) or h.space != "tcm":
+                raise TLError(f"tl.copy_to: {name} must be a TCM tensor, got {h!r}")
+        self._tcm("copy_to", src)
+        self._own(dst)
+        if dst.shape != src.shape or dst.dtype != src.dtype:
+            raise TLError(f"tl.copy_to: dst is {dst.shape} {dst.dtype} but src is {src.shape} {src.dtype}")
+        return self._run("math", "copy", (src,), dst, src.size, lambda v: v)
+
+    def broadcast(self, x: TensorHandle, shape: Sequence[int]) -> TensorHandle:
+        """A new TCM tensor holding ``x`` broadcast to ``shape`` (numpy rules); bytes follow the new shape."""
+        self._tcm("broadcast", x)
+        shape = tuple(int(s) for s in shape)
+        try:
+            np.broadcast_shapes(x.shape, shape)
+            if np.broadcast_shapes(x.shape, shape) != shape:
+                raise ValueError
+        except ValueError:
+            raise TLError(f"tl.broadcast: shape {x.shape} cannot be broadcast to {shape}") from None
+        return self._run("math", "broadcast", (x,), self._new(shape, x.dtype), math.prod(shape),
+                         lambda v: np.broadcast_to(v, shape), {"shape": shape})
+
+    def repeat(self, x: TensorHandle, axis: int, n: int) -> TensorHandle:
+        """A new TCM tensor with every element of ``x`` repeated ``n`` times along ``axis`` (``numpy.repeat``)."""
+        self._tcm("repeat", x)
+        if not isinstance(n, int) or n < 1:
+            raise TLError(f"tl.repeat: n must be a positive integer, got {n!r}")
+        if not -len(x.shape) <= axis < len(x.shape):
+            raise TLError(f"tl.repeat: axis {axis} is out of range for shape {x.shape}")
+        ax = axis % len(x.shape)
+        shape = tuple(s * n if i == ax else s for i, s in enumerate(x.shape))
+        return self._run("math", "repeat", (x,), self._new(shape, x.dtype), math.prod(shape),
+                         lambda v: np.repeat(v, n, axis=ax), {"axis": ax, "n": n})
+
     def full(self, shape: Sequence[int], value: float, dtype: str = "float32") -> TensorHandle:
         """A new TCM tensor filled with ``value``."""
         self._dtype(dtype)
@@ -597,6 +692,7 @@ class TLContext:
                 raise TLError(f"tl.composite: operands must be tensors, got {type(h).__name__}")
             if h.pitch:
                 raise TLError("tl.composite takes whole tensors, not blocks; it tiles them itself")
+            self._await(h)
             inputs.append(self._physical(h))
         ha = inputs[0]
         hb = inputs[1] if head == "gemm" else None
@@ -677,11 +773,8 @@ class TLContext:
         return EpilogueOp(op, scope, value=float(item.get("value", 0.0)))
 
     def wait(self, x=None):
-        """Wait for a composite (returns its output handle), or for every pending composite when ``x`` is None.
-
-        A plain tensor handle is already complete (every other operation
-        finishes before returning), so it is returned as is.
-        """
+        """Wait for a composite (returns its output handle), a lazily loaded tensor (returns it), or for every
+        pending composite and load when ``x`` is None."""
         if isinstance(x, CompletionHandle):
             if x.ctx is not self:
                 raise TLError("tl.wait: the completion handle belongs to another kernel")
@@ -692,6 +785,7 @@ class TLContext:
                 self._block(ev)
             return None
         self._own(x)
+        self._await(x)
         return x
 
     def _block(self, ev) -> None:
