@@ -7,6 +7,7 @@ simulating time.
 
 from kernbench.tl.context import (
     CompletionHandle,
+    DescriptorTooLarge,
     ScratchOverflowError,
     TensorArg,
     TensorHandle,
@@ -15,4 +16,4 @@ from kernbench.tl.context import (
     record,
 )
 
-__all__ = ["CompletionHandle", "ScratchOverflowError", "TLContext", "TLError", "TensorArg", "TensorHandle", "record"]
+__all__ = ["CompletionHandle", "DescriptorTooLarge", "ScratchOverflowError", "TLContext", "TLError", "TensorArg", "TensorHandle", "record"]

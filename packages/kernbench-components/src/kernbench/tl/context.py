@@ -42,6 +42,10 @@ class TLError(KernbenchError):
     """A kernel used the ``tl`` API wrongly (shapes, dtypes, foreign handles, HBM operands)."""
 
 
+class DescriptorTooLarge(TLError, ValueError):
+    """A composite's descriptor is larger than the topology's ``pe.cost_model.max_composite_logical_bytes``."""
+
+
 class ScratchOverflowError(TLError):
     """A kernel needed more TCM scratch than the topology's ``pe.tcm.scratch_mib``."""
 
@@ -239,6 +243,7 @@ class TLContext:
         self._cursor = 0
         self._tile = (spec.pe.gemm.tile_m, spec.pe.gemm.tile_n, spec.pe.gemm.tile_k)
         self._clock_ghz = spec.pe.clock_ghz
+        self._descriptor_cap = spec.pe.cost_model.max_composite_logical_bytes
         self._pending: list = []
         self._scopes: list[tuple[int, int]] = [(0, 0)]  # (scope id, cursor at entry)
         self._next_scope = 1
@@ -435,7 +440,7 @@ class TLContext:
                       .astype(dtype).reshape(shape))
 
         self._issue(ComputeCmd(engine, op, sum(h.nbytes for h in inputs), out.nbytes, work, self._event(),
-                               compute, params or {}))
+                               compute, params or {}, len(inputs)))
         return out
 
     def dot(self, a: TensorHandle, b: TensorHandle, out_dtype: str = "float32") -> TensorHandle:
@@ -505,9 +510,11 @@ class TLContext:
             return self._run("math", op, (a, b), self._new(shape, dtype), math.prod(shape), fn)
         if isinstance(a, TensorHandle):
             sb = float(b)
-            return self._run("math", op, (a,), self._new(shape, dtype), math.prod(shape), lambda x: fn(x, sb))
+            return self._run("math", op, (a,), self._new(shape, dtype), math.prod(shape), lambda x: fn(x, sb),
+                             {"scalar": sb})
         sa = float(a)
-        return self._run("math", op, (b,), self._new(shape, dtype), math.prod(shape), lambda y: fn(sa, y))
+        return self._run("math", op, (b,), self._new(shape, dtype), math.prod(shape), lambda y: fn(sa, y),
+                         {"scalar": sa})
 
     def maximum(self, a, b) -> TensorHandle:
         """Elementwise maximum (tensor/tensor or tensor/number)."""
@@ -734,6 +741,11 @@ class TLContext:
         operand_b = Operand(hb.addr, hb.shape, hb.dtype, hb.space == "hbm") if hb is not None else None
         cmd = CompositeCmd(plan, Operand(ha.addr, ha.shape, ha.dtype, ha.space == "hbm"), operand_b,
                            Operand(ho.addr, ho.shape, ho.dtype, out_hbm), ops, done, head)
+        if cmd.logical_bytes > self._descriptor_cap:
+            raise DescriptorTooLarge(
+                f"tl.composite: the descriptor would be {cmd.logical_bytes} bytes, over the "
+                f"{self._descriptor_cap}-byte cap (pe.cost_model.max_composite_logical_bytes); split the epilogue "
+                f"over two composites")
         if self._recorded is not None:
             self._recorded.append(cmd)
             return CompletionHandle(self, done, ho)

@@ -17,6 +17,22 @@ from kernbench.sim.memory_store import MemoryStore
 from kernbench.topology.errors import KernbenchError
 
 Compute = Callable[[MemoryStore], None]
+
+# Descriptor field sizes (bytes) for the dispatch cost model (ADR 0013).
+FRAMING, OPCODE, ENUM, HANDLE, SCALAR, LENGTH = 4, 1, 1, 8, 4, 1
+
+
+def extra_bytes(value: object) -> int:
+    """Descriptor bytes of one extra parameter: bool 1, number 4, tuple 1 + 4 per item, tag 1."""
+    if isinstance(value, bool):
+        return 1
+    if isinstance(value, (int, float)):
+        return SCALAR
+    if isinstance(value, (tuple, list)):
+        return LENGTH + SCALAR * len(value)
+    if isinstance(value, str) or value is None:
+        return 1
+    return SCALAR
 VIRTUAL_CHANNELS = ("compute", "comm")
 
 
@@ -51,6 +67,11 @@ class DmaCmd:
     def __post_init__(self) -> None:
         if self.vc not in VIRTUAL_CHANNELS:
             raise CommandError(f"unknown DMA virtual channel {self.vc!r}; use one of {', '.join(VIRTUAL_CHANNELS)}")
+
+    @property
+    def logical_bytes(self) -> int:
+        """Descriptor size: framing, opcode, source and destination addresses, size (+ 2-D layout)."""
+        return FRAMING + OPCODE + 2 * HANDLE + SCALAR + (3 * SCALAR if self.row_bytes else 0)
 
     @property
     def rows(self) -> int:
@@ -97,6 +118,13 @@ class ComputeCmd:
     done: simpy.Event = field(repr=False, compare=False)
     compute: Compute | None = field(default=None, repr=False, compare=False)
     params: dict = field(default_factory=dict, repr=False, compare=False)
+    operands: int = 1
+
+    @property
+    def logical_bytes(self) -> int:
+        """Descriptor size: framing, opcode, operand addresses, output address, extra parameters."""
+        return (FRAMING + OPCODE + LENGTH + HANDLE * self.operands + HANDLE
+                + LENGTH + sum(extra_bytes(v) for v in self.params.values()))
 
 
 @dataclass(frozen=True, slots=True)

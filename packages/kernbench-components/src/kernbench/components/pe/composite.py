@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from kernbench.components.pe.commands import DmaReadCmd, DmaWriteCmd
+from kernbench.components.pe.commands import ENUM, FRAMING, HANDLE, LENGTH, OPCODE, SCALAR, DmaReadCmd, DmaWriteCmd
 from kernbench.components.tiling import Stage, TilePlan
 from kernbench.topology import naming as nm
 from kernbench.topology.address import PhysAddr
@@ -94,6 +94,22 @@ class CompositeCmd:
     epilogue: tuple[EpilogueOp, ...]
     done: simpy.Event = field(repr=False, compare=False)
     head: str = "gemm"
+
+    @property
+    def logical_bytes(self) -> int:
+        """Descriptor size (ADR 0013): framing, the op list (head + epilogue) and the read-write handle list.
+
+        The head op: opcode, scope, operand addresses, output address, and
+        its extents (m, n, k for a GEMM). Each epilogue op: opcode, scope, its
+        vector address or scalar, and the output address it updates. The
+        read-write list holds the output.
+        """
+        n_in = 2 if self.head == "gemm" else 1
+        extents = 3 if self.head == "gemm" else 2
+        head = OPCODE + ENUM + LENGTH + HANDLE * n_in + HANDLE + LENGTH + SCALAR * extents
+        epilogue = sum(OPCODE + ENUM + LENGTH + (HANDLE if op.vector is not None else 0) + HANDLE + LENGTH
+                       + (SCALAR if op.op == "scale" else 0) for op in self.epilogue)
+        return FRAMING + LENGTH + head + epilogue + LENGTH + HANDLE
 
 
 def apply_epilogue(x: np.ndarray, op: EpilogueOp, col0: int, mem) -> np.ndarray:

@@ -51,13 +51,23 @@ class PeCpu(Component):
         start = payload.target_start_ns if arrival <= payload.target_start_ns + 1e-6 else arrival
         self.engine.at(max(start, self.engine.now), self._start, item)
 
-    def issue(self, cmd: object, request) -> None:
-        """Issue one command to the scheduler; the PE_CPU is busy for its overhead (or the cycles asked)."""
-        eng = self.engine
-        cost = self.overhead_ns
+    def dispatch_cycles(self, cmd: object) -> float:
+        """PE_CPU cycles to issue ``cmd``: FIXED + logical_bytes x R (``tl.cycles(n)`` costs exactly n)."""
         if isinstance(cmd, CyclesCmd):
-            cost = cmd.cycles / eng.spec.pe.clock_ghz
-        t = max(eng.now, self.free_at) + cost
+            return float(cmd.cycles)
+        cm = self.engine.spec.pe.cost_model
+        return cm.fixed_cycles + cmd.logical_bytes * cm.r_cycles_per_byte
+
+    def issue(self, cmd: object, request) -> None:
+        """Issue one command to the scheduler; the PE_CPU is busy for its dispatch cost (ADR 0013)."""
+        eng = self.engine
+        cycles = self.dispatch_cycles(cmd)
+        cost = cycles / eng.spec.pe.clock_ghz
+        t0 = max(eng.now, self.free_at)
+        t = t0 + cost
+        eng.oplog.record(t0, t, self.id, "control", "dispatch",
+                         {"cmd": type(cmd).__name__, "cycles": cycles,
+                          "logical_bytes": getattr(cmd, "logical_bytes", 0)})
         self.free_at = t
         self.busy_ns += cost
         self.count += 1
