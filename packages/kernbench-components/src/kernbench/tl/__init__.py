@@ -16,4 +16,7 @@ from kernbench.tl.context import (
     record,
 )
 
-__all__ = ["CompletionHandle", "DescriptorTooLarge", "ScratchOverflowError", "TLContext", "TLError", "TensorArg", "TensorHandle", "record"]
+__all__ = [
+    "CompletionHandle", "DescriptorTooLarge", "ScratchOverflowError", "TLContext", "TLError", "TensorArg",
+    "TensorHandle", "record",
+]
