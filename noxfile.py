@@ -85,3 +85,4 @@ def benchmarks(session: nox.Session) -> None:
     session.install(*[f"./packages/{n}" for n in PACKAGES])
     session.run("python", "benchmarks/bench_fabric.py", *session.posargs)
     session.run("python", "benchmarks/bench_kernels.py")
+    session.run("python", "benchmarks/bench_attention.py")

@@ -14,7 +14,7 @@ def test_list_shows_indexed_benches(cli):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].split()[:2] == ["1", "gemm-single-pe"]
-    assert any(line.split()[:2] == ["2", "matmul-composite"] for line in lines)
+    assert any(line.split()[:2] == ["3", "matmul-composite"] for line in lines)
 
 
 def test_run_json_contract_and_trace(cli, tmp_path: Path):
@@ -48,7 +48,7 @@ def test_unknown_bench_lists_valid_ones(cli):
     proc = cli("run", "--bench", "no-such-bench")
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0
-    assert "valid benches: 1:gemm-single-pe, 2:matmul-composite" in proc.stderr
+    assert "valid benches: 1:gemm-single-pe, 2:gqa-decode-single-pe, 3:matmul-composite" in proc.stderr
 
 
 def test_bad_device(cli):

@@ -17,7 +17,8 @@ def graph():
 
 def test_registered_names():
     names = [b.name for b in discover().benches]
-    assert names == ["gemm-single-pe", "matmul-composite", "qkv-gemm", "qkv-gemm-multi-pe", "va-offset-verify"]
+    assert names == ["gemm-single-pe", "gqa-decode-single-pe", "matmul-composite", "qkv-gemm", "qkv-gemm-multi-pe",
+                     "va-offset-verify"]
     for b in discover().benches:
         assert b.params, f"{b.name}: the module docstring lists its environment parameters"
 

@@ -394,16 +394,25 @@ class TLContext:
             self._cpu.engine.resolver.resolve(decode(addr), h.span)  # AddressError here, not inside the engine
         return addr, translate_ns
 
-    def load(self, src: TensorArg | TensorHandle) -> TensorHandle:
-        """Start a DMA of a tensor into TCM scratch and return its TCM handle at once.
+    def load(self, src: TensorArg | TensorHandle, out: TensorHandle | None = None) -> TensorHandle:
+        """Start a DMA of a tensor into TCM scratch (or into ``out``) and return its TCM handle at once.
 
         The load is lazy: the first operation that reads the handle waits for
         the data, so independent work issued in between overlaps the DMA.
+        Passing a persistent ``out`` buffer lets a loop prefetch the next tile
+        without growing its scratch.
         """
         h = self.ref(src)
         if h.space != "hbm":
             raise TLError(f"tl.load: {h} is already in the TCM")
-        out = self._new(h.shape, h.dtype)
+        if out is None:
+            out = self._new(h.shape, h.dtype)
+        else:  # reuse a buffer (double buffering): it must be free of earlier loads
+            self._own(out)
+            if out.space != "tcm" or out.shape != h.shape or out.dtype != h.dtype:
+                raise TLError(f"tl.load: out is {out} but the source is {h.shape} {h.dtype} (a TCM buffer of the "
+                              f"same shape and dtype is needed)")
+            self._await(out)
         row = h.shape[-1] * np.dtype(h.dtype).itemsize if h.pitch else 0
         src, translate_ns = self._dma_target("load", h)
         cmd = DmaReadCmd(src, out.addr, h.nbytes, self._event(), row_bytes=row, src_pitch=h.pitch,
@@ -551,26 +560,31 @@ class TLContext:
         except ValueError:
             raise TLError(f"tl.{op}: shapes {[h.shape for h in handles]} do not broadcast") from None
 
-    def _reduce(self, op: str, x: TensorHandle, axis: int | None) -> TensorHandle:
+    def _reduce(self, op: str, x: TensorHandle, axis: int | None, keepdims: bool = False) -> TensorHandle:
         self._tcm(op, x)
         if axis is not None and not -len(x.shape) <= axis < len(x.shape):
             raise TLError(f"tl.{op}: axis {axis} is out of range for shape {x.shape}")
-        shape = () if axis is None else tuple(s for i, s in enumerate(x.shape) if i != axis % len(x.shape))
+        if axis is None:
+            shape: tuple[int, ...] = (1,) * len(x.shape) if keepdims else (1,)
+        else:
+            ax = axis % len(x.shape)
+            shape = tuple(1 if i == ax else s for i, s in enumerate(x.shape)) if keepdims else \
+                tuple(s for i, s in enumerate(x.shape) if i != ax) or (1,)
         fn = _REDUCE[op]
-        return self._run("math", op, (x,), self._new(shape or (1,), x.dtype), x.size,
-                         lambda v: fn(v, axis=axis), {"axis": axis})
+        return self._run("math", op, (x,), self._new(shape, x.dtype), x.size,
+                         lambda v: fn(v, axis=axis, keepdims=keepdims), {"axis": axis})
 
-    def sum(self, x: TensorHandle, axis: int | None = None) -> TensorHandle:
-        """Sum over ``axis`` (all elements when None, giving shape (1,))."""
-        return self._reduce("sum", x, axis)
+    def sum(self, x: TensorHandle, axis: int | None = None, keepdims: bool = False) -> TensorHandle:
+        """Sum over ``axis`` (all elements when None); ``keepdims`` keeps the reduced axis with size 1."""
+        return self._reduce("sum", x, axis, keepdims)
 
-    def max(self, x: TensorHandle, axis: int | None = None) -> TensorHandle:
-        """Maximum over ``axis``."""
-        return self._reduce("max", x, axis)
+    def max(self, x: TensorHandle, axis: int | None = None, keepdims: bool = False) -> TensorHandle:
+        """Maximum over ``axis`` (all elements when None); ``keepdims`` keeps the reduced axis with size 1."""
+        return self._reduce("max", x, axis, keepdims)
 
-    def min(self, x: TensorHandle, axis: int | None = None) -> TensorHandle:
-        """Minimum over ``axis``."""
-        return self._reduce("min", x, axis)
+    def min(self, x: TensorHandle, axis: int | None = None, keepdims: bool = False) -> TensorHandle:
+        """Minimum over ``axis`` (all elements when None); ``keepdims`` keeps the reduced axis with size 1."""
+        return self._reduce("min", x, axis, keepdims)
 
     def softmax(self, x: TensorHandle, axis: int = -1) -> TensorHandle:
         """Numerically stable softmax along ``axis``; the math engine makes four passes (max, exp, sum, divide)."""

@@ -1,0 +1,51 @@
+"""Fused GQA flash-decode attention on one PE.
+
+Environment: ``GQA_SKV`` (context length, default 1024), ``GQA_G`` (query heads per KV head,
+default 8), ``GQA_DHEAD`` (head dimension, default 64), ``GQA_TILE`` (K/V rows per tile,
+default 64), ``GQA_VARIANT`` (``opt1`` primitive ops per tile, ``opt3`` software-pipelined;
+default ``opt3``). Q is ``[G, d]`` f16, K and V ``[S_kv, d]`` f16, the output ``[G, d]`` f32.
+With ``--data`` the bench checks the output against ``softmax(Q K^T / sqrt(d)) V`` in numpy.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kernbench.benches._attention import KERNELS, VARIANTS
+from kernbench.benches._params import env_choice, env_int
+from kernbench.runtime import DPPolicy
+from kernbench.runtime.bench import BenchError, bench
+
+
+def attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """softmax(Q K^T / sqrt(d)) V in f32."""
+    s = q.astype(np.float32) @ k.astype(np.float32).T / math.sqrt(q.shape[1])
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    return (p / p.sum(axis=1, keepdims=True)) @ v.astype(np.float32)
+
+
+@bench(name="gqa-decode-single-pe", description="fused GQA flash-decode attention on one PE (GQA_* env)")
+def run(torch):
+    """Deploy Q, K, V on one PE, run the chosen decode variant, verify in data mode."""
+    s_kv, g, d = env_int("GQA_SKV", 1024), env_int("GQA_G", 8), env_int("GQA_DHEAD", 64)
+    tile = env_int("GQA_TILE", 64)
+    variant = env_choice("GQA_VARIANT", "opt3", VARIANTS)
+    if variant == "opt3" and s_kv % tile:
+        raise BenchError(f"GQA_SKV={s_kv} must be a multiple of GQA_TILE={tile} for opt3")
+    one = DPPolicy(num_cubes=1, num_pes=1)
+    rng = np.random.default_rng(0)
+    q_np = rng.standard_normal((g, d)).astype(np.float16)
+    k_np = rng.standard_normal((s_kv, d)).astype(np.float16) if torch.data else np.zeros((s_kv, d), np.float16)
+    v_np = rng.standard_normal((s_kv, d)).astype(np.float16) if torch.data else np.zeros((s_kv, d), np.float16)
+    q, k, v = (torch.from_numpy(x, one) for x in (q_np, k_np, v_np))
+    out = torch.empty((g, d), "float32", one)
+    kernel = KERNELS[variant]
+    scale = 1.0 / math.sqrt(d)
+    torch.wait(torch.launch("gqa-decode", lambda tl, q, k, v, o: kernel(tl, q, k, v, o, tile, scale), q, k, v, out))
+    if torch.data:
+        got, want = torch.to_numpy(out), attention_reference(q_np, k_np, v_np)
+        err = float(np.abs(got - want).max())
+        if err > 2e-2:
+            raise BenchError(f"gqa-decode-single-pe {variant}: max |error| {err:.3g} against the numpy reference")
