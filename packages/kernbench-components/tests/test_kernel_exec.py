@@ -288,3 +288,21 @@ def test_comm_virtual_channel_does_not_queue_behind_compute(graph):
     assert finish["comm"][4096] < finish["comm"][1 << 20]
     with pytest.raises(CommandError, match="unknown DMA virtual channel 'bulk'"):
         DmaWriteCmd(0, 0, 1, None, vc="bulk")
+
+
+def test_a_kernel_waiting_forever_is_a_deadlock_naming_the_pe(graph):
+    from kernbench.sim.errors import DeadlockError
+
+    never = []
+
+    def kernel(tl):
+        ev = tl._event()  # an event nothing will ever trigger
+        never.append(ev)
+        tl._block(ev)
+
+    eng = GraphEngine(graph, default_registry())
+    req = eng.submit(KernelLaunchMsg("stuck", kernel, (((0, 2, 3), ()),)))
+    with pytest.raises(DeadlockError) as info:
+        eng.wait(req)
+    msg = str(info.value)
+    assert "KernelLaunchMsg" in msg and "sip0.cube2.pe3 runs kernel 'stuck' waiting for" in msg

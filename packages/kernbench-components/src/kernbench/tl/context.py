@@ -213,6 +213,7 @@ class TLContext:
         self._request = request
         self._recorded: list | None = None
         self.glet = None  # set by the PE_CPU before the kernel starts
+        self.waiting: str | None = None  # what the kernel is blocked on (for deadlock reports)
         self._setup(cpu.engine.spec, launch.launch.msg.kernel, launch.pe, launch.program_id, launch.num_programs)
 
     @classmethod
@@ -220,7 +221,7 @@ class TLContext:
                  program_id: tuple[int, int] = (0, 0), num_programs: tuple[int, int] = (1, 1)) -> TLContext:
         """A context in command-list mode: ``tl`` calls record commands and return at once, without time."""
         ctx = cls.__new__(cls)
-        ctx._cpu = ctx._request = ctx.glet = None
+        ctx._cpu = ctx._request = ctx.glet = ctx.waiting = None
         ctx._recorded = []
         ctx._setup(spec, kernel, pe, program_id, num_programs)
         return ctx
@@ -322,7 +323,9 @@ class TLContext:
             self._recorded.append(cmd)
             return
         self._cpu.issue(cmd, self._request)
+        self.waiting = type(cmd).__name__
         self.glet.parent.switch(cmd.done)
+        self.waiting = None
 
     def _event(self):
         if self._recorded is not None:
@@ -816,7 +819,9 @@ class TLContext:
 
     def _block(self, ev) -> None:
         if not ev.processed:
+            self.waiting = "an asynchronous load or composite"
             self.glet.parent.switch(ev)
+            self.waiting = None
         if ev in self._pending:
             self._pending.remove(ev)
 

@@ -45,6 +45,10 @@ class Component:
         raise ComponentError(f"{self.id} ({type(self).__name__}) does not accept control messages "
                   f"({type(payload).__name__})")
 
+    def blocked(self) -> str | None:
+        """What this component is stuck waiting for, if anything (used in deadlock reports)."""
+        return None
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.id})"
 

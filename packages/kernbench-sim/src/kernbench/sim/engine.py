@@ -172,9 +172,7 @@ class GraphEngine:
         """Process events until the queue is empty (or ``until`` ns); detect stuck requests."""
         self.env.run(until=until)
         if until is None and self._pending:
-            stuck = "; ".join(f"corr {r.corr_id} {type(r.msg).__name__} from {r.source}"
-                              for r in self._pending.values())
-            raise DeadlockError(f"event queue empty but {len(self._pending)} request(s) never completed: {stuck}")
+            raise self._deadlock("event queue empty")
 
     def wait(self, request: Request) -> None:
         """Run until ``request`` completes; :class:`DeadlockError` if the event queue empties first."""
@@ -185,10 +183,14 @@ class GraphEngine:
         except RuntimeError as exc:  # SimPy: no scheduled events left but the until-event was not triggered
             if request.t_end is not None:
                 raise
-            stuck = "; ".join(f"corr {r.corr_id} {type(r.msg).__name__} from {r.source}"
-                              for r in self._pending.values())
-            raise DeadlockError(f"event queue empty while waiting for corr {request.corr_id}; "
-                                f"{len(self._pending)} request(s) never completed: {stuck}") from exc
+            raise self._deadlock(f"event queue empty while waiting for corr {request.corr_id}") from exc
+
+    def _deadlock(self, what: str) -> DeadlockError:
+        """A DeadlockError naming every stuck request and every component that reports itself blocked."""
+        stuck = "; ".join(f"corr {r.corr_id} {type(r.msg).__name__} from {r.source}" for r in self._pending.values())
+        blocked = [b for c in self.components.created().values() if (b := c.blocked()) is not None]
+        detail = f"; blocked: {'; '.join(blocked)}" if blocked else ""
+        return DeadlockError(f"{what}: {len(self._pending)} request(s) never completed: {stuck}{detail}")
 
     def link_stats(self, include_idle: bool = False) -> list[LinkStats]:
         """Per-wire counters in graph edge order: every wire that carried traffic, or every edge."""

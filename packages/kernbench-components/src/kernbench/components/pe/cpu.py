@@ -21,7 +21,7 @@ from kernbench.topology import naming as nm
 class PeCpu(Component):
     """The PE's control CPU: kernel host, command issuer."""
 
-    __slots__ = ("busy_ns", "count", "free_at", "prefix", "queued", "running", "scheduler")
+    __slots__ = ("busy_ns", "count", "current", "free_at", "prefix", "queued", "running", "scheduler")
 
     def __init__(self, engine, node) -> None:
         super().__init__(engine, node)
@@ -31,6 +31,7 @@ class PeCpu(Component):
         self.prefix = nm.pe_of(self.id)
         self.scheduler = f"{self.prefix}.pe_scheduler"
         self.running = False  # a kernel is running here: a later launch waits for it (its scratch is shared)
+        self.current = None  # the running kernel's context
         self.queued: deque = deque()
 
     def on_control(self, payload: object, t: float, transfer) -> None:
@@ -85,6 +86,7 @@ class PeCpu(Component):
         ctx.glet = greenlet(lambda *_: launch.launch.msg.fn(ctx, *launch.args))
         ctx.t_start = self.engine.now
         ctx.arrival = arrival
+        self.current = ctx
         self._drive(ctx, None)
 
     def _drive(self, ctx, value: object) -> None:
@@ -99,6 +101,13 @@ class PeCpu(Component):
             self.engine.at(self.engine.now, lambda v: self._drive(ctx, v), ev.value)
         else:
             ev.callbacks.append(lambda e: self._drive(ctx, e._value))
+
+    def blocked(self) -> str | None:
+        """The running kernel and the command it waits for, when one is running."""
+        ctx = self.current
+        if ctx is None or not self.running:
+            return None
+        return f"{self.prefix} runs kernel {ctx.kernel!r} waiting for {ctx.waiting or 'its launch to finish'}"
 
     def _kernel_returned(self, ctx, error: str | None = None) -> None:
         """The kernel body ended (returned or raised); its run ends once the composites it left in flight complete."""
