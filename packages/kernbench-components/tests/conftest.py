@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from kernbench.components import default_registry
 from kernbench.sim import GraphEngine
 from kernbench.topology import AddressResolver, compile_spec, spec_from_dict
+
+# Let the test modules import the shared helpers in components_testkit.py (pytest runs in importlib mode).
+sys.path.insert(0, str(Path(__file__).parent))
 
 
 @pytest.fixture(scope="session")

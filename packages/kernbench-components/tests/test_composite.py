@@ -14,12 +14,12 @@ import math
 
 import numpy as np
 import pytest
+from components_testkit import deploy, launch_on_pe0
 
 from kernbench.components import default_registry
-from kernbench.sim import GraphEngine, MemoryWriteMsg
+from kernbench.sim import GraphEngine
 from kernbench.sim.messages import KernelLaunchMsg
-from kernbench.tl import TensorArg
-from kernbench.topology import AddressResolver, compile_spec, spec_from_dict
+from kernbench.topology import compile_spec, spec_from_dict
 
 G = 2 * 32 * 64 * 32 / 8e3
 PEAK_MACS_PER_NS = 8e3 / 2
@@ -30,23 +30,11 @@ def graph():
     return compile_spec(spec_from_dict({}))
 
 
-def _setup(graph, arrays, data=True):
-    eng = GraphEngine(graph, default_registry(), data=data)
-    res = AddressResolver(graph)
-    args = []
-    off = 0
-    for arr in arrays:
-        addr = res.hbm_addr(0, 0, 0, off)
-        off += -(-arr.nbytes // 4096) * 4096
-        eng.submit(MemoryWriteMsg(addr, arr.nbytes, arr.tobytes() if data else None))
-        args.append(TensorArg(addr, arr.shape, str(arr.dtype)))
-    eng.run()
-    return eng, args
+_setup = deploy
 
 
 def _run(eng, fn, args):
-    req = eng.submit(KernelLaunchMsg("k", fn, (((0, 0, 0), tuple(args)),)))
-    eng.run()
+    req = launch_on_pe0(eng, fn, args)
     assert req.error is None, req.error
     return req
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from components_testkit import deploy, launch_on_pe0
 
 from kernbench.components import KernelError, default_registry
-from kernbench.sim import GraphEngine, MemoryWriteMsg
-from kernbench.sim.messages import KernelLaunchMsg
+from kernbench.sim import GraphEngine
 from kernbench.tl import TensorArg
 from kernbench.topology import AddressResolver, compile_spec, spec_from_dict
 
@@ -17,23 +17,8 @@ def graph():
     return compile_spec(spec_from_dict({}))
 
 
-def _setup(graph, arrays, data=True):
-    eng = GraphEngine(graph, default_registry(), data=data)
-    res = AddressResolver(graph)
-    args, off = [], 0
-    for arr in arrays:
-        addr = res.hbm_addr(0, 0, 0, off)
-        off += -(-arr.nbytes // 4096) * 4096
-        eng.submit(MemoryWriteMsg(addr, arr.nbytes, arr.tobytes() if data else None))
-        args.append(TensorArg(addr, arr.shape, str(arr.dtype)))
-    eng.run()
-    return eng, args
-
-
-def _run(eng, fn, args):
-    req = eng.submit(KernelLaunchMsg("k", fn, (((0, 0, 0), tuple(args)),)))
-    eng.run()
-    return req
+_setup = deploy
+_run = launch_on_pe0
 
 
 def _body(req):
