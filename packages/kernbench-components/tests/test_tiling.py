@@ -217,7 +217,7 @@ def test_plans_are_pure_hashable_and_memoised():
     ({"tile": (32, 0, 32)}, "tile tn"),
     ({"tile": (32, 64)}, "three extents"),
     ({"itemsize_in": 0}, "itemsize_in"),
-    ({"variant": "ref_load"}, "valid variants: ref_ref, load_ref, load_load"),
+    ({"variant": "hbm_hbm"}, "valid variants: ref_ref, load_ref, ref_load, load_load"),
 ])
 def test_invalid_requests_raise_plan_error(kwargs, match):
     args = {"m": 8, "n": 8, "k": 8} | kwargs

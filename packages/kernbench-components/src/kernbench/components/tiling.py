@@ -16,6 +16,8 @@ variant*, named ``<A staging>_<B staging>``):
 ``load_ref``
     A is DMA-read into TCM once before the tile loop (one step in
     :attr:`TilePlan.preload`); tiles DMA-read only their B block.
+``ref_load``
+    B is already in TCM; tiles DMA-read only their A block.
 ``load_load``
     A and B are both loaded up front; tiles only fetch from TCM.
 
@@ -60,7 +62,7 @@ __all__ = [
 DEFAULT_TILE: tuple[int, int, int] = (32, 64, 32)
 
 #: Operand staging variants understood by :func:`gemm_plan`.
-VARIANTS: tuple[str, ...] = ("ref_ref", "load_ref", "load_load")
+VARIANTS: tuple[str, ...] = ("ref_ref", "load_ref", "ref_load", "load_load")
 
 
 class PlanError(KernbenchError):
@@ -204,11 +206,14 @@ def _extents(total: int, step: int) -> tuple[int, ...]:
 
 
 def gemm_plan(m: int, n: int, k: int, *, tile: tuple[int, int, int] = DEFAULT_TILE, itemsize_in: int = 2,
-              itemsize_out: int = 2, variant: str = "ref_ref", out_in_hbm: bool = True) -> TilePlan:
+              itemsize_out: int = 2, variant: str = "ref_ref", out_in_hbm: bool = True,
+              itemsize_b: int | None = None) -> TilePlan:
     """Tile plan of ``C[m, n] = A[m, k] @ B[k, n]``; see the module docstring for the variants.
 
-    Raises :class:`PlanError` for a non-positive or non-integer dimension,
-    tile extent or item size, or an unknown ``variant``.
+    ``itemsize_in`` is A's item size and B's too unless ``itemsize_b`` is
+    given (mixed-precision operands). Raises :class:`PlanError` for a
+    non-positive or non-integer dimension, tile extent or item size, or an
+    unknown ``variant``.
     """
     dims = tuple(_positive_int(name, v) for name, v in (("M", m), ("N", n), ("K", k)))
     try:
@@ -218,14 +223,15 @@ def gemm_plan(m: int, n: int, k: int, *, tile: tuple[int, int, int] = DEFAULT_TI
     tile_t = tuple(_positive_int(name, v) for name, v in (("tile tm", tm), ("tile tn", tn), ("tile tk", tk)))
     isz_in = _positive_int("itemsize_in", itemsize_in)
     isz_out = _positive_int("itemsize_out", itemsize_out)
+    isz_b = isz_in if itemsize_b is None else _positive_int("itemsize_b", itemsize_b)
     if variant not in VARIANTS:
         raise PlanError(f"gemm plan: unknown staging variant {variant!r}; valid variants: {', '.join(VARIANTS)}")
-    return _gemm_plan(*dims, tile_t, isz_in, isz_out, variant, bool(out_in_hbm))
+    return _gemm_plan(*dims, tile_t, isz_in, isz_out, variant, bool(out_in_hbm), isz_b)
 
 
 @lru_cache(maxsize=256)
 def _gemm_plan(m: int, n: int, k: int, tile: tuple[int, int, int], isz_in: int, isz_out: int, variant: str,
-               out_in_hbm: bool) -> TilePlan:
+               out_in_hbm: bool, isz_b: int) -> TilePlan:
     tm, tn, tk = tile
     a_staged, b_staged = (part == "load" for part in variant.split("_"))
     ms, ns, ks = _extents(m, tm), _extents(n, tn), _extents(k, tk)
@@ -234,7 +240,7 @@ def _gemm_plan(m: int, n: int, k: int, tile: tuple[int, int, int], isz_in: int, 
     if a_staged:
         preload.append(TileStep(Stage.DMA_READ, "a", m * k * isz_in, m, k))
     if b_staged:
-        preload.append(TileStep(Stage.DMA_READ, "b", k * n * isz_in, k, n))
+        preload.append(TileStep(Stage.DMA_READ, "b", k * n * isz_b, k, n))
 
     # Only a handful of distinct (m, n, k, last) combinations exist (full or edge in each
     # dimension), so step tuples are built once per combination and shared between tiles.
@@ -245,7 +251,7 @@ def _gemm_plan(m: int, n: int, k: int, tile: tuple[int, int, int], isz_in: int, 
         hit = step_cache.get(key)
         if hit is not None:
             return hit
-        a_bytes, b_bytes = mi * kq * isz_in, kq * nj * isz_in
+        a_bytes, b_bytes = mi * kq * isz_in, kq * nj * isz_b
         out: list[TileStep] = []
         if not a_staged:
             out.append(TileStep(Stage.DMA_READ, "a", a_bytes, mi, kq))

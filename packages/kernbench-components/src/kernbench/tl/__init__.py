@@ -6,7 +6,6 @@ simulating time.
 """
 
 from kernbench.tl.context import (
-    CompletionHandle,
     DescriptorTooLarge,
     ScratchOverflowError,
     TensorArg,
@@ -17,6 +16,6 @@ from kernbench.tl.context import (
 )
 
 __all__ = [
-    "CompletionHandle", "DescriptorTooLarge", "ScratchOverflowError", "TLContext", "TLError", "TensorArg",
+    "DescriptorTooLarge", "ScratchOverflowError", "TLContext", "TLError", "TensorArg",
     "TensorHandle", "record",
 ]

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kernbench.components.pe.commands import ComputeCmd, CyclesCmd, DmaReadCmd, DmaWriteCmd
-from kernbench.components.pe.composite import EPILOGUE_OPS, HEAD_OPS, SCOPES, CompositeCmd, EpilogueOp, Operand
-from kernbench.components.tiling import elementwise_plan, gemm_plan
+from kernbench.components.pe.commands import CommandError, ComputeCmd, CyclesCmd, DmaReadCmd, DmaWriteCmd
+from kernbench.components.pe.composite_cmd import SCOPES, CompositeCmd, Operand, OpSpec, split
+from kernbench.components.pe.math_kinds import EPILOGUE, HEADS, STANDALONE, standalone_shape
+from kernbench.tl.recipes import RECIPES
 from kernbench.topology.address import PhysAddr, decode
 from kernbench.topology.errors import KernbenchError
 
@@ -90,17 +91,6 @@ def record(fn, *args, spec, kernel: str = "kernel", pe: tuple[int, int, int] = (
     ctx = TLContext.recorder(spec, kernel, pe, program_id, num_programs)
     fn(ctx, *args)
     return ctx.commands
-
-
-class CompletionHandle:
-    """The future of a :meth:`TLContext.composite`; ``tl.wait(h)`` returns its output handle."""
-
-    __slots__ = ("ctx", "event", "out")
-
-    def __init__(self, ctx: TLContext, event, out: TensorHandle) -> None:
-        self.ctx = ctx
-        self.event = event
-        self.out = out
 
 
 class TensorHandle:
@@ -190,6 +180,15 @@ def _nbytes(shape: Sequence[int], dtype: str) -> int:
     return math.prod(shape) * np.dtype(dtype).itemsize
 
 
+def _operand(h: TensorHandle) -> Operand:
+    """The command-side reference to a kernel tensor."""
+    return Operand(h.addr, h.shape, h.dtype, h.space, h.pitch)
+
+
+def _overlaps(start: int, end: int, ranges: tuple) -> bool:
+    return any(s < end and start < e for s, e in ranges)
+
+
 _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "abs": np.abs, "cos": np.cos, "sin": np.sin,
     "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
@@ -250,6 +249,8 @@ class TLContext:
         self._next_scope = 1
         self._dead_scopes: set[int] = set()
         self._loads: list[tuple[int, object]] = []  # (target scratch offset, event) of loads not yet awaited
+        self._composites: list[tuple[object, tuple, tuple]] = []  # (done, read ranges, write ranges) in flight
+        self._recipe_slots: dict[tuple, dict[str, TensorHandle]] = {}  # kernel-level recipe scratch, reused
 
     # ------------------------------------------------------------------ identity and helpers
     def program_id(self, axis: int) -> int:
@@ -313,6 +314,10 @@ class TLContext:
                 if off >= start:
                     self._block(ev)
             self._loads = [(off, ev) for off, ev in self._loads if off < start]
+            lo, hi = self._scratch_base + start, self._scratch_base + self._scratch_bytes
+            for ev, reads, writes in list(self._composites):
+                if _overlaps(lo, hi, reads) or _overlaps(lo, hi, writes):
+                    self._block(ev)
             self._scopes.pop()
             self._dead_scopes.add(sid)
             self._cursor = start
@@ -353,6 +358,20 @@ class TLContext:
             if isinstance(h, TensorHandle) and h.space != "tcm":
                 raise TLError(f"tl.{op}: operand {h} is in HBM; tl.load it into the TCM first")
         self._await(*handles)
+        if self._composites:
+            for h in handles:
+                if isinstance(h, TensorHandle):
+                    self._sync(h.addr, h.addr + h.span, write=False)
+
+    def _sync(self, start: int, end: int, write: bool) -> None:
+        """Wait for in-flight composites that write [start, end) (or, for a write, also read it)."""
+        for entry in list(self._composites):
+            ev, reads, writes = entry
+            if ev.processed:
+                self._composites.remove(entry)
+            elif _overlaps(start, end, writes) or (write and _overlaps(start, end, reads)):
+                self._block(ev)
+                self._composites.remove(entry)
 
     def _await(self, *handles) -> None:
         for h in handles:
@@ -416,6 +435,8 @@ class TLContext:
                 raise TLError(f"tl.load: out is {out} but the source is {h.shape} {h.dtype} (a TCM buffer of the "
                               f"same shape and dtype is needed)")
             self._await(out)
+            if self._composites:
+                self._sync(out.addr, out.addr + out.nbytes, write=True)
         row = h.shape[-1] * np.dtype(h.dtype).itemsize if h.pitch else 0
         src, translate_ns = self._dma_target("load", h)
         cmd = DmaReadCmd(src, out.addr, h.nbytes, self._event(), row_bytes=row, src_pitch=h.pitch,
@@ -437,6 +458,8 @@ class TLContext:
             raise TLError(f"tl.store: destination is {d.shape} {d.dtype} but the value is {src.shape} {src.dtype}")
         row = d.shape[-1] * np.dtype(d.dtype).itemsize if d.pitch else 0
         dst, translate_ns = self._dma_target("store", d)
+        if self._composites:
+            self._sync(dst, dst + d.span, write=True)
         self._issue(DmaWriteCmd(src.addr, dst, src.nbytes, self._event(), row_bytes=row, src_pitch=row,
                                 dst_pitch=d.pitch, translate_ns=translate_ns))
 
@@ -619,6 +642,8 @@ class TLContext:
         self._own(dst)
         if dst.shape != src.shape or dst.dtype != src.dtype:
             raise TLError(f"tl.copy_to: dst is {dst.shape} {dst.dtype} but src is {src.shape} {src.dtype}")
+        if self._composites:
+            self._sync(dst.addr, dst.addr + dst.nbytes, write=True)
         return self._run("math", "copy", (src,), dst, src.size, lambda v: v)
 
     def broadcast(self, x: TensorHandle, shape: Sequence[int]) -> TensorHandle:
@@ -678,98 +703,237 @@ class TLContext:
         self._issue(CyclesCmd(n, self._event()))
 
     # ------------------------------------------------------------------ composite
-    def composite(self, *operands, out=None, epilogue: Sequence[dict] = (), out_dtype: str = "float32"
-                  ) -> CompletionHandle:
-        """Issue one tiled pipeline; returns at once with a handle for :meth:`wait`.
+    def composite(self, *operands, op: str | None = None, a=None, b=None, x=None, out=None, out_ptr=None,
+                  prologue: Sequence[dict] = (), epilogue: Sequence[dict] = (), out_dtype: str = "float32"
+                  ) -> TensorHandle:
+        """Issue one pipelined composite command and return its output handle at once.
 
-        GEMM head: ``tl.composite(a, b[, out])`` (or ``tl.composite("gemm", a, b[, out])``)
-        computes ``epilogue(a @ b)``. Operand staging follows where the operands
-        are: both in HBM (``tl.ref`` or tensor arguments) streams A and B blocks
-        per tile (``ref_ref``); A in TCM and B in HBM streams only B
-        (``load_ref``); both in TCM streams nothing (``load_load``).
+        GEMM head: ``tl.composite(a, b[, out])``, ``tl.composite("gemm", a, b)``
+        or ``tl.composite(op="gemm", a=..., b=...)`` computes ``epilogue(a @ b)``.
+        An operand in HBM (``tl.ref``, a tensor argument or a block of one) is
+        streamed block by block inside the pipeline; one in TCM (``tl.load``
+        result, scratch) is used in place.
 
-        Math head: ``tl.composite(op, x[, out])`` with ``op`` one of
-        ``copy exp sigmoid relu abs sqrt`` computes ``epilogue(op(x))`` over
-        32x64 blocks of a 2-D ``x`` (streamed from HBM when ``x`` is in HBM).
+        Math head: ``tl.composite("exp", x[, out])`` (or ``op=..., x=...``) with
+        one of ``copy exp sigmoid relu abs sqrt`` computes ``epilogue(op(x))``
+        over 2-D blocks of ``x``.
 
-        ``out`` is an HBM tensor (each output tile is DMA-written) or None for
-        a new TCM tensor. ``epilogue`` items are dicts ``{"op": ..., "scope":
-        "k_tile" | "output_tile" | "once", ...fields}``. Operands must not be
-        modified until the composite has been waited for.
+        ``prologue`` items ``{"op": <recipe>, <operand>: handle, ...}`` expand
+        (``kernbench.tl.recipes``) into math ops that run once before the head;
+        a recipe's primary output becomes the GEMM's ``a`` when ``a`` is left
+        out. Without a head, the composite is just the prologue ops.
+
+        ``out`` is a TCM tensor (updated in place), an HBM tensor (each output
+        block is DMA-written) or None for new TCM scratch; ``out_ptr`` (an
+        encoded HBM address) is shorthand for an HBM output of the result's
+        shape and ``out_dtype``. ``epilogue`` items are dicts ``{"op": ...,
+        "scope": "k_tile" | "output_tile" | "kernel", ...fields}``.
+
+        The returned handle is usable at once: any ``tl`` op reading it (or
+        ``tl.wait(handle)``) waits for the composite; a later composite
+        touching the same tensors is ordered after it by the PE scheduler.
         """
-        head = "gemm"
-        if operands and isinstance(operands[0], str):
-            head, operands = operands[0], operands[1:]
-        if head != "gemm" and head not in HEAD_OPS:
-            raise TLError(f"tl.composite: unknown head op {head!r}; use 'gemm' or one of {', '.join(HEAD_OPS)}")
-        n_in = 2 if head == "gemm" else 1
-        if len(operands) not in (n_in, n_in + 1):
-            raise TLError(f"tl.composite({head!r}, ...) takes {n_in} input(s) and an optional output, "
-                          f"got {len(operands)} operand(s)")
-        if len(operands) > n_in:
-            out = operands[n_in]
-        inputs = []
-        for x in operands[:n_in]:
-            h = self.ref(x) if isinstance(x, TensorArg) else x
-            self._own(h)
-            if not isinstance(h, TensorHandle):
-                raise TLError(f"tl.composite: operands must be tensors, got {type(h).__name__}")
-            if h.pitch:
-                raise TLError("tl.composite takes whole tensors, not blocks; it tiles them itself")
-            self._await(h)
-            inputs.append(self._physical(h))
-        ha = inputs[0]
-        hb = inputs[1] if head == "gemm" else None
-        if hb is not None and hb.dtype != ha.dtype:
-            raise TLError(f"tl.composite: operands are {ha.dtype} and {hb.dtype}; use one dtype for both")
+        head, inputs, positional_out = self._composite_head(operands, op, a, b, x, prologue)
+        if positional_out is not None:
+            if out is not None:
+                raise TLError("tl.composite: the output was given positionally and as out=")
+            out = positional_out
+        ops: list[OpSpec] = []
+        rw: list[TensorHandle] = []
+        primary = None
+        for item in prologue:
+            primary = self._expand_recipe(item, ops, rw)
         if head == "gemm":
-            if len(ha.shape) != 2 or len(hb.shape) != 2 or ha.shape[1] != hb.shape[0]:
-                raise TLError(f"tl.composite: shapes {ha.shape} and {hb.shape} do not form [M, K] @ [K, N]")
-            variant = {("hbm", "hbm"): "ref_ref", ("tcm", "hbm"): "load_ref", ("tcm", "tcm"): "load_load"}.get(
-                (ha.space, hb.space))
-            if variant is None:
-                raise TLError("tl.composite: with B in TCM, A must be in TCM too (tl.load it): staging variants "
-                              "are ref_ref, load_ref and load_load")
-            m, k = ha.shape
-            n = hb.shape[1]
+            if inputs[0] is None:
+                if primary is None:
+                    raise TLError("tl.composite: the GEMM needs an 'a' operand (or a prologue recipe whose primary "
+                                  "output it takes)")
+                inputs[0] = primary
+            elif primary is not None:
+                raise TLError("tl.composite: auto-bind conflict: the prologue recipe's primary output would become "
+                              "the GEMM's 'a', but 'a' was also given; leave 'a' out or drop the recipe")
+        if head is None:
+            if epilogue or out is not None or out_ptr is not None:
+                raise TLError("tl.composite: a composite without a head takes no out, out_ptr or epilogue")
+            result = primary if primary is not None else self._handle_of(ops[-1].out)
         else:
-            if len(ha.shape) != 2:
-                raise TLError(f"tl.composite({head!r}): the input must be 2-D, got shape {ha.shape}")
-            m, n = ha.shape
-        if out is None:
-            self._dtype(out_dtype)
-            ho = self._new((m, n), out_dtype)
-        else:
-            ho = self.ref(out) if isinstance(out, TensorArg) else out
-            self._own(ho)
-            ho = self._physical(ho)
-            if ho.shape != (m, n) or ho.pitch:
-                raise TLError(f"tl.composite: output is {ho.shape} but the result is {(m, n)} (whole tensors only)")
-        ops = tuple(self._epilogue(item, n) for item in epilogue)
-        out_hbm = ho.space == "hbm"
-        if head == "gemm":
-            plan = gemm_plan(m, n, k, tile=self._tile, itemsize_in=np.dtype(ha.dtype).itemsize,
-                             itemsize_out=np.dtype(ho.dtype).itemsize, variant=variant, out_in_hbm=out_hbm)
-        else:
-            plan = elementwise_plan(m, n, tile=self._tile[:2], itemsize_in=np.dtype(ha.dtype).itemsize,
-                                    itemsize_out=np.dtype(ho.dtype).itemsize, a_in_hbm=ha.space == "hbm",
-                                    out_in_hbm=out_hbm)
+            ha, hb = (self._composite_operand(h, name) for h, name in zip(inputs, ("a", "b"), strict=False)) \
+                if head == "gemm" else (self._composite_operand(inputs[0], "x"), None)
+            m, n = self._head_shape(head, ha, hb)
+            result = self._composite_out(out, out_ptr, (m, n), out_dtype)
+            o = _operand(result)
+            if head == "gemm":
+                ops.append(OpSpec("gemm", "kernel", {"a": _operand(ha), "b": _operand(hb)},
+                                  {"m": m, "n": n, "k": ha.shape[1]}, o))
+            else:
+                ops.append(OpSpec(head, "output_tile", {"x": _operand(ha)}, {"m": m, "n": n}, o))
+            ops.extend(self._epilogue(item, result) for item in epilogue)
+            if all(h is not result for h in rw):
+                rw.append(result)
         done = self._event()
-        operand_b = Operand(hb.addr, hb.shape, hb.dtype, hb.space == "hbm") if hb is not None else None
-        cmd = CompositeCmd(plan, Operand(ha.addr, ha.shape, ha.dtype, ha.space == "hbm"), operand_b,
-                           Operand(ho.addr, ho.shape, ho.dtype, out_hbm), ops, done, head)
+        cmd = CompositeCmd(tuple(ops), tuple(_operand(h) for h in rw), done)
+        try:
+            split(cmd, self._tile)
+        except CommandError as exc:
+            raise TLError(f"tl.composite: {exc}") from None
         if cmd.logical_bytes > self._descriptor_cap:
             raise DescriptorTooLarge(
                 f"tl.composite: the descriptor would be {cmd.logical_bytes} bytes, over the "
-                f"{self._descriptor_cap}-byte cap (pe.cost_model.max_composite_logical_bytes); split the epilogue "
+                f"{self._descriptor_cap}-byte cap (pe.cost_model.max_composite_logical_bytes); split the ops "
                 f"over two composites")
         if self._recorded is not None:
             self._recorded.append(cmd)
-            return CompletionHandle(self, done, ho)
+            return result
         self._cpu.issue(cmd, self._request)
-        handle = CompletionHandle(self, done, ho)
         self._pending.append(done)
-        return handle
+        reads, writes = cmd.ranges()
+        self._composites.append((done, reads, writes))
+        return result
+
+    def _composite_head(self, operands: tuple, op: str | None, a, b, x, prologue
+                        ) -> tuple[str | None, list, object]:
+        """The head op (None: prologue only), its input slots and a positional output, from the call forms."""
+        if operands and isinstance(operands[0], str):
+            if op is not None:
+                raise TLError("tl.composite: give the head op positionally or as op=, not both")
+            op, operands = operands[0], operands[1:]
+        if op is None:
+            op = "gemm" if (operands or a is not None or b is not None) else None
+        if op is None:
+            if x is not None or not prologue:
+                raise TLError("tl.composite: nothing to run; give a head op with its operands or a prologue")
+            return None, [], None
+        if op != "gemm" and op not in HEADS:
+            raise TLError(f"tl.composite: unknown head op {op!r}; use 'gemm' or one of {', '.join(HEADS)}")
+        n_in = 2 if op == "gemm" else 1
+        if operands:
+            if a is not None or b is not None or x is not None:
+                raise TLError("tl.composite: give the operands positionally or by keyword, not both")
+            if len(operands) not in (n_in, n_in + 1):
+                raise TLError(f"tl.composite({op!r}, ...) takes {n_in} input(s) and an optional output, "
+                              f"got {len(operands)} operand(s)")
+            return op, list(operands[:n_in]), operands[n_in] if len(operands) > n_in else None
+        if op == "gemm":
+            if x is not None:
+                raise TLError("tl.composite: a GEMM takes a= and b=, not x=")
+            if b is None:
+                raise TLError("tl.composite: the GEMM needs a 'b' operand")
+            return op, [a, b], None
+        src = x if x is not None else a
+        if src is None or b is not None:
+            raise TLError(f"tl.composite({op!r}): give exactly one input, x=")
+        return op, [src], None
+
+    def _composite_operand(self, h, name: str) -> TensorHandle:
+        """A head operand: owned, loaded (a pending lazy load is awaited) and physically addressed."""
+        h = self.ref(h) if isinstance(h, TensorArg) else h
+        if not isinstance(h, TensorHandle):
+            raise TLError(f"tl.composite: operand {name!r} must be a tensor, got {type(h).__name__}")
+        self._own(h)
+        self._await(h)
+        if len(h.shape) != 2:
+            raise TLError(f"tl.composite: operand {name!r} must be 2-D, got shape {h.shape}")
+        return self._physical(h)
+
+    def _head_shape(self, head: str, ha: TensorHandle, hb: TensorHandle | None) -> tuple[int, int]:
+        if head != "gemm":
+            return ha.shape
+        if ha.shape[1] != hb.shape[0]:
+            raise TLError(f"tl.composite: shapes {ha.shape} and {hb.shape} do not form [M, K] @ [K, N]")
+        return ha.shape[0], hb.shape[1]
+
+    def _composite_out(self, out, out_ptr, shape: tuple[int, int], out_dtype: str) -> TensorHandle:
+        """The composite's output handle: given (TCM or HBM), from ``out_ptr`` (HBM), or new TCM scratch."""
+        if out is not None and out_ptr is not None:
+            raise TLError("tl.composite: give out= or out_ptr=, not both")
+        if out_ptr is not None:
+            if not isinstance(out_ptr, int) or isinstance(out_ptr, bool):
+                raise TLError(f"tl.composite: out_ptr must be an encoded HBM address (int), got {out_ptr!r}")
+            self._dtype(out_dtype)
+            ho = TensorHandle(self, out_ptr, shape, out_dtype, "hbm")
+            self._dma_target("composite", ho)
+            return ho
+        if out is None:
+            self._dtype(out_dtype)
+            return self._new(shape, out_dtype)
+        ho = self.ref(out) if isinstance(out, TensorArg) else out
+        if not isinstance(ho, TensorHandle):
+            raise TLError(f"tl.composite: out must be a tensor, got {type(ho).__name__}")
+        self._own(ho)
+        self._await(ho)
+        ho = self._physical(ho)
+        if ho.shape != shape:
+            raise TLError(f"tl.composite: output is {ho.shape} but the result is {shape}")
+        if ho.space == "hbm":
+            self._dma_target("composite", ho)
+        return ho
+
+    def _expand_recipe(self, item: dict, ops: list, rw: list) -> TensorHandle | None:
+        """Append a prologue recipe's ops to ``ops`` (its RW operands to ``rw``); returns its primary output."""
+        if not isinstance(item, dict) or "op" not in item:
+            raise TLError(f"tl.composite: each prologue item is a dict with an 'op', got {item!r}")
+        recipe = RECIPES.get(item["op"])
+        if recipe is None:
+            raise TLError(f"tl.composite: unknown prologue recipe {item['op']!r}; known: {', '.join(RECIPES)}")
+        given = set(item) - {"op"}
+        if given != set(recipe.operands):
+            raise TLError(f"tl.composite: recipe {recipe.name!r} takes operands {', '.join(recipe.operands)}, "
+                          f"got {', '.join(sorted(given)) or 'none'}")
+        slots: dict[str, TensorHandle] = {}
+        for name in recipe.operands:
+            h = item[name]
+            if isinstance(h, TensorArg) or (isinstance(h, TensorHandle) and h.space != "tcm"):
+                raise TLError(f"tl.composite: recipe {recipe.name!r} operand {name!r} is in HBM; prologue recipe "
+                              f"operands must be in the TCM (tl.load it first)")
+            if not isinstance(h, TensorHandle):
+                raise TLError(f"tl.composite: recipe {recipe.name!r} operand {name!r} must be a tensor, got "
+                              f"{type(h).__name__}")
+            self._own(h)
+            self._await(h)
+            slots[name] = h
+        internal = recipe.internal_slots
+        scope_depth = len(self._scopes) > 1
+        cached = None if scope_depth else self._recipe_slots.get(
+            (recipe.name, tuple((slots[n].shape, slots[n].dtype) for n in recipe.operands)))
+        for step in recipe.steps:
+            if step.kind == "gemm":
+                srcs = dict(zip(("a", "b"), step.srcs, strict=True))
+                shape = (slots[step.srcs[0]].shape[0], slots[step.srcs[1]].shape[1])
+                extra = {"m": shape[0], "n": shape[1], "k": slots[step.srcs[0]].shape[1]}
+            else:
+                kind = STANDALONE.get(step.kind)
+                if kind is None:
+                    raise TLError(f"tl.composite: recipe {recipe.name!r} uses unknown op kind {step.kind!r}")
+                srcs = dict(zip(kind.slots, step.srcs, strict=True))
+                extra = dict(step.extra)
+                try:
+                    shape = standalone_shape(step.kind, tuple(slots[s].shape for s in step.srcs), extra)
+                except ValueError as exc:
+                    raise TLError(f"tl.composite: recipe {recipe.name!r} step {step.kind!r} over "
+                                  f"{[slots[s].shape for s in step.srcs]}: {exc}") from None
+            dst = slots.get(step.dst)
+            if dst is None:
+                if cached is not None:
+                    dst = cached[step.dst]
+                else:
+                    dtype = slots[recipe.primary_dtype_from].dtype if step.dst == recipe.primary_out else "float32"
+                    dst = self._new(shape, dtype)
+                slots[step.dst] = dst
+            if dst.shape != shape:
+                raise TLError(f"tl.composite: recipe {recipe.name!r} writes a {shape} result of {step.kind!r} into "
+                              f"{step.dst!r}, which is {dst.shape}; check the operand shapes")
+            ops.append(OpSpec(step.kind, "kernel", {slot: _operand(slots[s]) for slot, s in srcs.items()}, extra,
+                              _operand(dst)))
+        if not scope_depth and cached is None:
+            self._recipe_slots[(recipe.name, tuple((slots[n].shape, slots[n].dtype) for n in recipe.operands))] = {
+                name: slots[name] for name in internal}
+        for name, mode in recipe.operands.items():
+            if mode == "RW" and all(h is not slots[name] for h in rw):
+                rw.append(slots[name])
+        return slots[recipe.primary_out] if recipe.primary_out else None
+
+    def _handle_of(self, o: Operand) -> TensorHandle:
+        return TensorHandle(self, o.addr, o.shape, o.dtype, o.space)
 
     def _physical(self, h: TensorHandle) -> TensorHandle:
         """The same tensor addressed physically (a composite's operand must be one contiguous range)."""
@@ -778,43 +942,53 @@ class TLContext:
         addr, _ = self._phys(h)
         return TensorHandle(self, addr, h.shape, h.dtype, h.space, h.pitch)
 
-    def _epilogue(self, item: dict, n: int) -> EpilogueOp:
+    def _epilogue(self, item: dict, result: TensorHandle) -> OpSpec:
         if not isinstance(item, dict) or "op" not in item:
             raise TLError(f"tl.composite: each epilogue item is a dict with an 'op', got {item!r}")
         op = item["op"]
-        if op not in EPILOGUE_OPS:
-            raise TLError(f"tl.composite: unknown epilogue op {op!r}; known: {', '.join(EPILOGUE_OPS)}")
-        missing = [f for f in EPILOGUE_OPS[op] if f not in item]
+        if op not in EPILOGUE:
+            raise TLError(f"tl.composite: unknown epilogue op {op!r}; known: {', '.join(EPILOGUE)}")
+        operand_name, extras = EPILOGUE[op]
+        fields = (*extras, *([operand_name] if operand_name else []))
+        missing = [f for f in fields if f not in item]
         if missing:
             raise TLError(f"tl.composite: epilogue op {op!r} needs field(s) {', '.join(missing)}")
         scope = item.get("scope", "output_tile")
+        scope = "kernel" if scope == "once" else scope
         if scope not in SCOPES:
             raise TLError(f"tl.composite: epilogue scope {scope!r} is invalid; use one of {', '.join(SCOPES)}")
-        unknown = set(item) - {"op", "scope", *EPILOGUE_OPS[op]}
+        unknown = set(item) - {"op", "scope", *fields}
         if unknown:
             raise TLError(f"tl.composite: epilogue op {op!r} has unknown field(s) {', '.join(sorted(unknown))}")
-        if op == "bias":
-            vec = item["vector"]
-            self._tcm("composite", vec)
-            if vec.shape != (n,):
-                raise TLError(f"tl.composite: bias vector must have shape ({n},), got {vec.shape}")
-            return EpilogueOp(op, scope, vector=(vec.addr, n, vec.dtype))
-        return EpilogueOp(op, scope, value=float(item.get("value", 0.0)))
+        operands = {}
+        if operand_name:
+            h = item[operand_name]
+            if not isinstance(h, TensorHandle) or h.space != "tcm":
+                raise TLError(f"tl.composite: epilogue op {op!r}: {operand_name} must be a TCM tensor, got {h!r}")
+            self._own(h)
+            self._await(h)
+            n = result.shape[1]
+            want = (n,) if op == "bias" else result.shape
+            if h.shape != want:
+                raise TLError(f"tl.composite: epilogue op {op!r}: {operand_name} must have shape {want}, "
+                              f"got {h.shape}")
+            operands[operand_name] = _operand(h)
+        extra = {e: float(item[e]) for e in extras}
+        return OpSpec(op, scope, operands, extra, _operand(result))
 
     def wait(self, x=None):
-        """Wait for a composite (returns its output handle), a lazily loaded tensor (returns it), or for every
-        pending composite and load when ``x`` is None."""
-        if isinstance(x, CompletionHandle):
-            if x.ctx is not self:
-                raise TLError("tl.wait: the completion handle belongs to another kernel")
-            self._block(x.event)
-            return x.out
+        """Wait until ``x`` (a tensor handle: a lazily loaded tensor or a composite's output) holds its value
+        and return it; with no argument, wait for every pending load and composite."""
         if x is None:
             for ev in list(self._pending):
                 self._block(ev)
             return None
+        if not isinstance(x, TensorHandle):
+            raise TLError(f"tl.wait expects a tensor handle (or nothing), got {type(x).__name__}")
         self._own(x)
         self._await(x)
+        if self._composites:
+            self._sync(x.addr, x.addr + x.span, write=False)
         return x
 
     def _block(self, ev) -> None:

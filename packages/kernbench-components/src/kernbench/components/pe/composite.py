@@ -1,6 +1,9 @@
-"""The composite-GEMM pipeline: a tile plan streamed through DMA -> FETCH -> GEMM -> STORE -> DMA.
+"""The composite pipeline: a tile plan streamed through DMA -> FETCH -> GEMM/MATH -> STORE -> DMA.
 
-The scheduler turns one :class:`CompositeCmd` into a run over its tile plan.
+The scheduler splits one :class:`CompositeCmd` into phases (see
+``composite_cmd``) and runs them here. Ops before the driver run first, once
+each and in order, as FETCH -> MATH -> STORE on TCM tensors; the tile loop
+(and with it every DMA the loop streams) starts when they are done.
 Tiles move through the stages on their own: a tile's DMA reads go through
 the PE's read channel in tile order; when they land, its FETCH, GEMM, any
 K-tile epilogue, and on the last K step its output-tile epilogue and STORE
@@ -10,169 +13,107 @@ operand bound the look-ahead: tile ``t+2``'s reads wait for tile ``t``'s
 FETCH. So tile ``i``'s GEMM overlaps tile ``i+1``'s DMA, and the engines'
 "free at" times serialise everything else.
 
-Epilogue ops and their scope: ``k_tile`` (after every GEMM step, on the
-partial block), ``output_tile`` (after the last K step, before STORE),
-``once`` (over the whole output after the last tile). Each costs a MATH
-stage over the elements it touches. In data mode the run computes the
+Ops after the driver and their scope: ``k_tile`` (after every GEMM step, on
+the partial block), ``output_tile`` (after the last K step, before STORE),
+``kernel`` (over the whole output after the last tile). Each costs a MATH
+stage over the elements it touches. In data mode, when the command
+completes, the run computes the ops before the driver in order, then the
 product tile by tile in f32 with the epilogues applied at their scopes, and
-writes the result when the command completes.
+writes the result.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
-import simpy
 
-from kernbench.components.pe.commands import ENUM, FRAMING, HANDLE, LENGTH, OPCODE, SCALAR, DmaReadCmd, DmaWriteCmd
-from kernbench.components.tiling import Stage, TilePlan
+from kernbench.components.pe.commands import DmaReadCmd, DmaWriteCmd
+from kernbench.components.pe.composite_cmd import CompositeCmd, OpSpec, Pipeline
+from kernbench.components.pe.math_kinds import STANDALONE, UNARY, apply_epilogue, run_standalone
+from kernbench.components.tiling import Stage
 from kernbench.topology import naming as nm
 from kernbench.topology.address import PhysAddr
 
-HEAD_OPS = {  # math heads: the op a math-headed composite applies to every element of its input
-    "copy": lambda x: x,
-    "exp": np.exp,
-    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
-    "relu": lambda x: np.maximum(x, 0),
-    "abs": np.abs,
-    "sqrt": np.sqrt,
-}
-EPILOGUE_OPS = {
-    "scale": ("value",),
-    "bias": ("vector",),
-    "relu": (),
-    "sigmoid": (),
-    "exp": (),
-}
-SCOPES = ("k_tile", "output_tile", "once")
-
-
-@dataclass(frozen=True, slots=True)
-class EpilogueOp:
-    """One epilogue op: name, scope, and its operand (a number, or a TCM vector address and length)."""
-
-    op: str
-    scope: str
-    value: float = 0.0
-    vector: tuple[int, int, str] | None = None  # (encoded TCM address, length N, dtype)
-
-
-@dataclass(frozen=True, slots=True)
-class Operand:
-    """A composite operand: encoded address, full 2-D shape, dtype, and whether it lives in HBM."""
-
-    addr: int
-    shape: tuple[int, int]
-    dtype: str
-    in_hbm: bool
-
-    def block_addr(self, r0: int, c0: int) -> int:
-        """Address of element (r0, c0) of the row-major matrix (a 2-D DMA descriptor's start)."""
-        return self.addr + (r0 * self.shape[1] + c0) * np.dtype(self.dtype).itemsize
-
-    def row_layout(self, cols: int) -> tuple[int, int]:
-        """(row bytes, row pitch) of a block ``cols`` wide; (0, 0) when the block is contiguous (full rows)."""
-        if cols == self.shape[1]:
-            return 0, 0
-        item = np.dtype(self.dtype).itemsize
-        return cols * item, self.shape[1] * item
-
-
-@dataclass(frozen=True, slots=True)
-class CompositeCmd:
-    """``out = epilogue(head(a, b))`` over a tile plan; ``done`` fires when the last result is written.
-
-    ``head`` is ``"gemm"`` (``a @ b``) or a math op of :data:`HEAD_OPS` applied to ``a`` (``b`` is None).
-    """
-
-    plan: TilePlan
-    a: Operand
-    b: Operand | None
-    out: Operand
-    epilogue: tuple[EpilogueOp, ...]
-    done: simpy.Event = field(repr=False, compare=False)
-    head: str = "gemm"
-
-    @property
-    def logical_bytes(self) -> int:
-        """Descriptor size (ADR 0013): framing, the op list (head + epilogue) and the read-write handle list.
-
-        The head op: opcode, scope, operand addresses, output address, and
-        its extents (m, n, k for a GEMM). Each epilogue op: opcode, scope, its
-        vector address or scalar, and the output address it updates. The
-        read-write list holds the output.
-        """
-        n_in = 2 if self.head == "gemm" else 1
-        extents = 3 if self.head == "gemm" else 2
-        head = OPCODE + ENUM + LENGTH + HANDLE * n_in + HANDLE + LENGTH + SCALAR * extents
-        epilogue = sum(OPCODE + ENUM + LENGTH + (HANDLE if op.vector is not None else 0) + HANDLE + LENGTH
-                       + (SCALAR if op.op == "scale" else 0) for op in self.epilogue)
-        return FRAMING + LENGTH + head + epilogue + LENGTH + HANDLE
-
-
-def apply_epilogue(x: np.ndarray, op: EpilogueOp, col0: int, mem) -> np.ndarray:
-    """The numeric effect of one epilogue op on a block whose first column is ``col0`` (f32)."""
-    if op.op == "scale":
-        return x * np.float32(op.value)
-    if op.op == "bias":
-        addr, n, dtype = op.vector
-        vec = mem.read_array(addr, (n,), dtype).astype(np.float32)
-        return x + vec[col0:col0 + x.shape[1]]
-    if op.op == "relu":
-        return np.maximum(x, 0)
-    if op.op == "sigmoid":
-        return 1.0 / (1.0 + np.exp(-x))
-    return np.exp(x)
-
 
 class CompositeRun:
-    """One composite command in flight on a PE."""
+    """One composite command in flight on a PE: its phases, tile-loop state and completion."""
 
-    def __init__(self, sched, cmd: CompositeCmd, request, t0: float) -> None:
+    def __init__(self, sched, cmd: CompositeCmd, request, pipe: Pipeline) -> None:
         self.sched = sched
         self.eng = sched.engine
         self.cmd = cmd
+        self.pipe = pipe
         self.request = request
-        self.t0 = t0
-        self.tiles = cmd.plan.tiles
+        self.t0 = 0.0
+        plan = pipe.plan
+        self.tiles = plan.tiles if plan is not None else ()
         self.fetch_done: list[float] = [0.0] * len(self.tiles)
         self.gemm_start: list[float] = [0.0] * len(self.tiles)
-        self.outputs_left = cmd.plan.n_output_tiles
-        self.t_last = t0
+        self.outputs_left = plan.n_output_tiles if plan is not None else 0
+        self.t_last = 0.0
         loc = nm.locate(sched.id)
         # TCM staging buffers at the bottom of the TCM; their bytes are not modeled (data mode reads operands)
         self.staging = PhysAddr(loc.sip, loc.cube, "tcm", 0, loc.pe).encode()
-        self.reads = [s for s in self.tiles[0].steps if s.stage is Stage.DMA_READ] if self.tiles else []
-        self.k_ops = [op for op in cmd.epilogue if op.scope == "k_tile"]
-        self.tile_ops = [op for op in cmd.epilogue if op.scope == "output_tile"]
-        self.once_ops = [op for op in cmd.epilogue if op.scope == "once"]
+        self.gemm = pipe.driver is not None and pipe.driver.kind == "gemm"
 
-    def start(self) -> None:
-        """Begin streaming: the first two tiles' reads, or all compute when nothing is read per tile."""
+    def start(self, t0: float) -> None:
+        """Run the ops before the driver from ``t0``, then begin the tile loop (or finish)."""
+        self.t0 = self.t_last = t0
+        t = t0
+        for op in self.pipe.pre:
+            t = self._standalone(op, t)
+        if self.pipe.driver is None:
+            self.t_last = t
+            self.eng.at(t, lambda _: self._finish())
+        elif self.pipe.pre:  # the loop's DMAs start only when the ops before the driver are done
+            self.eng.at(t, lambda _: self._start_tiles(t))
+        else:
+            self._start_tiles(t)
+
+    def _standalone(self, op: OpSpec, t: float) -> float:
+        """FETCH the op's TCM operands, run it on the math engine, STORE its output; returns the end time."""
+        s = self.sched
+        tcm, fs, vec = s.block("pe_tcm"), s.block("pe_fetch_store"), s.block("pe_math")
+        log = self.eng.oplog
+        in_bytes = sum(o.nbytes for o in op.operands.values())
+        elements = max([math.prod(op.out.shape), *(math.prod(o.shape) for o in op.operands.values())])
+        f0, t = fs.fetch(tcm, t, in_bytes)
+        log.record(f0, t, fs.id, "memory", "FETCH", {"op": op.kind, "nbytes": in_bytes})
+        t = self._math(vec, t, elements, op.kind, -1)
+        s0, t = fs.store(tcm, t, op.out.nbytes)
+        log.record(s0, t, fs.id, "memory", "STORE", {"op": op.kind, "nbytes": op.out.nbytes})
+        return t
+
+    def _start_tiles(self, t0: float) -> None:
+        """Begin the loop: all compute at once when nothing is streamed, else the first two tiles' reads as
+        soon as the first DMA command has crossed from the scheduler to PE_DMA."""
         if not any(s.stage is Stage.DMA_READ for s in self.tiles[0].steps):
             for i in range(len(self.tiles)):
-                self._compute(i, self.t0)
+                self._compute(i, t0)
             return
+        dma = self.sched.block("pe_dma")
+        self.eng.at(t0 + self.eng.graph.edge(self.sched.id, dma.id).latency_ns, lambda _: self._first_reads())
+
+    def _first_reads(self) -> None:
         for i in range(min(2, len(self.tiles))):
             self._read(i)
 
     def _read(self, i: int) -> None:
         tile = self.tiles[i]
-        tm, tn, tk = self.cmd.plan.tile
+        tm, tn, tk = self.pipe.plan.tile
         r0, c0, k0 = tile.i * tm, tile.j * tn, tile.kk * tk
         dma = self.sched.block("pe_dma")
         pending = []
         for step in tile.steps:
             if step.stage is not Stage.DMA_READ:
                 continue
-            if self.cmd.head != "gemm":
-                operand, src = self.cmd.a, self.cmd.a.block_addr(r0, c0)
+            if not self.gemm:
+                operand, src = self.pipe.a, self.pipe.a.block_addr(r0, c0)
             elif step.operand == "a":
-                operand, src = self.cmd.a, self.cmd.a.block_addr(r0, k0)
+                operand, src = self.pipe.a, self.pipe.a.block_addr(r0, k0)
             else:
-                operand, src = self.cmd.b, self.cmd.b.block_addr(k0, c0)
+                operand, src = self.pipe.b, self.pipe.b.block_addr(k0, c0)
             ev = self.eng.env.event()
             pending.append(ev)
             row, pitch = operand.row_layout(step.cols)
@@ -190,44 +131,42 @@ class CompositeRun:
         for ev in pending:
             ev.callbacks.append(landed)
 
-
-
     def _compute(self, i: int, t_ready: float) -> None:
         tile = self.tiles[i]
         s = self.sched
+        pipe = self.pipe
         tcm, fs = s.block("pe_tcm"), s.block("pe_fetch_store")
         gemm, vec = s.block("pe_gemm"), s.block("pe_math")
         log = self.eng.oplog
-        if self.cmd.head == "gemm":
-            in_bytes = (tile.m * tile.k * np.dtype(self.cmd.a.dtype).itemsize
-                        + tile.k * tile.n * np.dtype(self.cmd.b.dtype).itemsize)
+        if self.gemm:
+            in_bytes = tile.m * tile.k * pipe.a.itemsize + tile.k * tile.n * pipe.b.itemsize
         else:
-            in_bytes = tile.m * tile.n * np.dtype(self.cmd.a.dtype).itemsize
+            in_bytes = tile.m * tile.n * pipe.a.itemsize
         if i >= 2:  # two register-file buffers: fetch i waits until the head of tile i-2 has taken its operands
             t_ready = max(t_ready, self.gemm_start[i - 2])
         f0, t_fetch = fs.fetch(tcm, t_ready, in_bytes)
         self.fetch_done[i] = t_fetch
         log.record(f0, t_fetch, fs.id, "memory", "FETCH", {"tile": i, "nbytes": in_bytes})
-        if self.cmd.head == "gemm":
+        if self.gemm:
             g0, t = gemm.reserve(t_fetch, gemm.tile_ns)
             log.record(g0, t, gemm.id, "gemm", "GEMM", {"tile": i, "m": tile.m, "n": tile.n, "k": tile.k})
         else:
             g0 = max(t_fetch, vec.free_at)
-            t = self._math(vec, t_fetch, tile.m * tile.n, self.cmd.head, i)
+            t = self._math(vec, t_fetch, tile.m * tile.n, pipe.driver.kind, i)
         self.gemm_start[i] = g0
-        for op in self.k_ops:
-            t = self._math(vec, t, tile.m * tile.n, op.op, i)
+        for op in pipe.k_ops:
+            t = self._math(vec, t, tile.m * tile.n, op.kind, i)
         if not tile.last_k:
             self.t_last = max(self.t_last, t)
             return
-        for op in self.tile_ops:
-            t = self._math(vec, t, tile.m * tile.n, op.op, i)
-        out_bytes = tile.m * tile.n * np.dtype(self.cmd.out.dtype).itemsize
+        for op in pipe.tile_ops:
+            t = self._math(vec, t, tile.m * tile.n, op.kind, i)
+        out_bytes = tile.m * tile.n * pipe.out.itemsize
         s0, t_store = fs.store(tcm, t, out_bytes)
         log.record(s0, t_store, fs.id, "memory", "STORE", {"tile": i, "nbytes": out_bytes})
-        if self.cmd.out.in_hbm:
-            tm, tn, _ = self.cmd.plan.tile
-            dst = self.cmd.out.block_addr(tile.i * tm, tile.j * tn)
+        if not pipe.out.pinned:
+            tm, tn, _ = pipe.plan.tile
+            dst = pipe.out.block_addr(tile.i * tm, tile.j * tn)
             self.eng.at(t_store, lambda _: self._write(dst, out_bytes, tile.n))
         else:
             self.t_last = max(self.t_last, t_store)
@@ -241,7 +180,7 @@ class CompositeRun:
     def _write(self, dst: int, nbytes: int, cols: int) -> None:
         ev = self.eng.env.event()
         ev.callbacks.append(lambda _: self._output_done(self.eng.now))
-        row, pitch = self.cmd.out.row_layout(cols)
+        row, pitch = self.pipe.out.row_layout(cols)
         self.sched.block("pe_dma").enqueue(DmaWriteCmd(self.staging, dst, nbytes, ev, copy_data=False,
                                                        row_bytes=row, src_pitch=row, dst_pitch=pitch),
                                            self.request)
@@ -251,48 +190,82 @@ class CompositeRun:
         self.outputs_left -= 1
         if self.outputs_left == 0:
             t_end = self.t_last
-            m, n = self.cmd.out.shape
-            for op in self.once_ops:
-                t_end = self._math(self.sched.block("pe_math"), t_end, m * n, op.op, -1)
+            m, n = self.pipe.out.shape
+            for op in self.pipe.post:
+                t_end = self._math(self.sched.block("pe_math"), t_end, m * n, op.kind, -1)
             self.eng.at(t_end, lambda _: self._finish())
 
     def _finish(self) -> None:
-        plan = self.cmd.plan
-        self.eng.oplog.record(self.t0, self.eng.now, self.sched.id, "gemm", "composite",
-                              {"variant": plan.variant, "shape": plan.shape, "tiles": plan.n_tiles, "macs": plan.macs,
-                               "tile_macs": plan.tile_macs})
+        plan = self.pipe.plan
+        if plan is None:
+            params = {"variant": "standalone", "ops": len(self.pipe.pre)}
+        else:
+            params = {"variant": plan.variant, "shape": plan.shape, "tiles": plan.n_tiles, "macs": plan.macs,
+                      "tile_macs": plan.tile_macs}
+        self.eng.oplog.record(self.t0, self.eng.now, self.sched.id, "gemm" if self.gemm else "math", "composite",
+                              params)
         mem = self.eng.memory
         if mem is not None:
             self._compute_data(mem)
+        self.sched.retire(self)
         self.cmd.done.succeed(None)
 
     def _compute_data(self, mem) -> None:
-        cmd = self.cmd
-        a = mem.read_array(cmd.a.addr, cmd.a.shape, cmd.a.dtype).astype(np.float32)
-        m, n = cmd.out.shape
-        if cmd.head != "gemm":
-            out = HEAD_OPS[cmd.head](a)
-            for op in (*self.k_ops, *self.tile_ops):  # elementwise: per tile equals on the whole
-                out = apply_epilogue(out, op, 0, mem)
-            for op in self.once_ops:
-                out = apply_epilogue(out, op, 0, mem)
-            mem.write(cmd.out.addr, out.astype(cmd.out.dtype))
+        pipe = self.pipe
+        for op in pipe.pre:
+            inputs = [_read_operand(mem, op.operands[slot]) for slot in STANDALONE[op.kind].slots]
+            result = run_standalone(op.kind, inputs, op.extra)
+            _write_operand(mem, op.out, np.broadcast_to(result, op.out.shape))
+        if pipe.driver is None:
             return
-        b = mem.read_array(cmd.b.addr, cmd.b.shape, cmd.b.dtype).astype(np.float32)
-        tm, tn, _ = cmd.plan.tile
+        operands = {id(op): _read_operand(mem, next(iter(op.operands.values()))) for op in
+                    (*pipe.k_ops, *pipe.tile_ops, *pipe.post) if op.operands}
+
+        def epilogue(x, op: OpSpec, r0: int, c0: int):
+            return apply_epilogue(x, op.kind, op.extra, operands.get(id(op)), r0, c0)
+
+        a = _read_operand(mem, pipe.a)
+        m, n = pipe.out.shape
+        if not self.gemm:
+            out = UNARY[pipe.driver.kind](a)
+            for op in (*pipe.k_ops, *pipe.tile_ops, *pipe.post):  # elementwise: per tile equals on the whole
+                out = epilogue(out, op, 0, 0)
+            _write_operand(mem, pipe.out, out)
+            return
+        b = _read_operand(mem, pipe.b)
+        tm, tn, tk = pipe.plan.tile
         out = np.zeros((m, n), dtype=np.float32)
         acc = None
-        tk = cmd.plan.tile[2]
         for tile in self.tiles:
             r0, c0, k0 = tile.i * tm, tile.j * tn, tile.kk * tk
             part = a[r0:r0 + tile.m, k0:k0 + tile.k] @ b[k0:k0 + tile.k, c0:c0 + tile.n]
-            for op in self.k_ops:
-                part = apply_epilogue(part, op, c0, mem)
+            for op in pipe.k_ops:
+                part = epilogue(part, op, r0, c0)
             acc = part if tile.first_k else acc + part
             if tile.last_k:
-                for op in self.tile_ops:
-                    acc = apply_epilogue(acc, op, c0, mem)
+                for op in pipe.tile_ops:
+                    acc = epilogue(acc, op, r0, c0)
                 out[r0:r0 + tile.m, c0:c0 + tile.n] = acc
-        for op in self.once_ops:
-            out = apply_epilogue(out, op, 0, mem)
-        mem.write(cmd.out.addr, out.astype(cmd.out.dtype))
+        for op in pipe.post:
+            out = epilogue(out, op, 0, 0)
+        _write_operand(mem, pipe.out, out)
+
+
+def _read_operand(mem, o) -> np.ndarray:
+    """An operand's values as f32 (a 2-D block with a row pitch is gathered row by row)."""
+    if o.pitch:
+        rows = [mem.read_array(o.addr + r * o.pitch, (o.shape[1],), o.dtype) for r in range(o.shape[0])]
+        x = np.stack(rows)
+    else:
+        x = mem.read_array(o.addr, o.shape, o.dtype)
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
+def _write_operand(mem, o, x: np.ndarray) -> None:
+    """Write ``x`` into an operand's memory in its dtype (row by row for a block with a row pitch)."""
+    x = np.ascontiguousarray(x, dtype=o.dtype)
+    if not o.pitch:
+        mem.write(o.addr, x)
+        return
+    for r in range(o.shape[0]):
+        mem.write(o.addr + r * o.pitch, x[r])

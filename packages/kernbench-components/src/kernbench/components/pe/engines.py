@@ -16,9 +16,11 @@ Service times (ns):
 from __future__ import annotations
 
 import math
+from collections import deque
 
 from kernbench.components.pe.commands import ComputeCmd, CyclesCmd, DmaReadCmd, DmaWriteCmd
-from kernbench.components.pe.composite import CompositeCmd, CompositeRun
+from kernbench.components.pe.composite import CompositeRun
+from kernbench.components.pe.composite_cmd import CompositeCmd, split
 from kernbench.sim.component import Component
 from kernbench.sim.fabric import Packet
 from kernbench.topology import naming as nm
@@ -137,13 +139,24 @@ class PeMath(Server):
 
 
 class PeScheduler(Component):
-    """The PE's sole dispatcher: DMA commands to PE_DMA, compute commands through FETCH -> engine -> STORE."""
+    """The PE's sole dispatcher: DMA commands to PE_DMA, compute commands through FETCH -> engine -> STORE.
 
-    __slots__ = ("blocks",)
+    Composites may run concurrently, but one that touches what an earlier
+    one still in flight writes (or writes what it reads) waits for it:
+    composites are admitted strictly in arrival order, so a waiting composite
+    also holds back every later one (no reordering). The check compares the
+    byte ranges of the commands' operands, outputs and read-write handles.
+    """
+
+    __slots__ = ("admit_queue", "blocks", "inflight", "tile")
 
     def __init__(self, engine, node) -> None:
         super().__init__(engine, node)
         self.blocks: dict[str, Component] = {}
+        g = engine.spec.pe.gemm
+        self.tile = (g.tile_m, g.tile_n, g.tile_k)
+        self.admit_queue: deque = deque()  # (run, reads, writes, earliest start) waiting for admission
+        self.inflight: list = []  # (run, reads, writes) admitted and not finished
 
     def block(self, name: str) -> Component:
         """A sibling block of this PE (``pe_dma``, ``pe_tcm``, ...), looked up once."""
@@ -162,14 +175,39 @@ class PeScheduler(Component):
         elif isinstance(cmd, ComputeCmd):
             self._compute(cmd, t0)
         elif isinstance(cmd, CompositeCmd):
-            # The pipeline starts when the scheduler has dispatched it and its first DMA command reached PE_DMA.
-            run = CompositeRun(self, cmd, transfer.request, t0)
-            dma = self.block("pe_dma")
-            self.engine.at(t0 + self.engine.graph.edge(self.id, dma.id).latency_ns, lambda _: run.start())
+            run = CompositeRun(self, cmd, transfer.request, split(cmd, self.tile))
+            reads, writes = cmd.ranges()
+            self.engine.at(t0, self._arrive, (run, reads, writes))
         elif isinstance(cmd, CyclesCmd):
             self.engine.at(t0, lambda _: cmd.done.succeed(None))
         else:
             super().on_control(cmd, t, transfer)
+
+    def _arrive(self, item: tuple) -> None:
+        self.admit_queue.append(item)
+        self._admit()
+
+    def _admit(self) -> None:
+        """Start queued composites in order while the head of the queue conflicts with nothing in flight."""
+        while self.admit_queue:
+            run, reads, writes = self.admit_queue[0]
+            if any(_overlap(writes, r2) or _overlap(writes, w2) or _overlap(reads, w2)
+                   for _, r2, w2 in self.inflight):
+                return
+            self.admit_queue.popleft()
+            self.inflight.append((run, reads, writes))
+            run.start(self.engine.now)
+
+    def retire(self, run: CompositeRun) -> None:
+        """A composite finished: drop it from the in-flight set and admit whatever it held back."""
+        self.inflight = [item for item in self.inflight if item[0] is not run]
+        self._admit()
+
+    def blocked(self) -> str | None:
+        """What the scheduler holds back, for deadlock reports."""
+        if not self.admit_queue:
+            return None
+        return f"{len(self.admit_queue)} composite(s) waiting for earlier composites that touch the same tensors"
 
     def _compute(self, cmd: ComputeCmd, t0: float) -> None:
         tcm: PeTcm = self.block("pe_tcm")
@@ -195,3 +233,8 @@ class PeScheduler(Component):
         if cmd.compute is not None and self.engine.memory is not None:
             cmd.compute(self.engine.memory)
         cmd.done.succeed(None)
+
+
+def _overlap(a: tuple, b: tuple) -> bool:
+    """Whether two sets of (start, end) byte ranges intersect."""
+    return any(s1 < e2 and s2 < e1 for s1, e1 in a for s2, e2 in b)
