@@ -23,7 +23,7 @@ def main() -> int:
     graph = load_topology(ROOT / "topologies" / "topology.yaml")
     info = discover().resolve("gqa-decode-single-pe")
     results = {}
-    for variant in ("opt1", "opt3"):
+    for variant in ("opt1", "opt2", "opt3"):
         os.environ.update(GQA_SKV="131072", GQA_G="8", GQA_DHEAD="64", GQA_TILE="64", GQA_VARIANT=variant)
         t = time.perf_counter()
         r = run_bench(info, graph)

@@ -41,14 +41,14 @@ def _run(eng, fn, args):
 
 def _composite_kernel(variant, epilogue=()):
     def kernel(tl, a, b, c, *extra):
-        aa = a if variant == "ref_ref" else tl.load(a)
-        bb = tl.load(b) if variant == "load_load" else b
+        aa = tl.load(a) if variant.startswith("load") else a
+        bb = tl.load(b) if variant.endswith("load") else b
         ep = [dict(item, vector=tl.load(extra[0])) if item["op"] == "bias" else item for item in epilogue]
         tl.wait(tl.composite(aa, bb, c, epilogue=ep))
     return kernel
 
 
-@pytest.mark.parametrize("variant", ["ref_ref", "load_ref", "load_load"])
+@pytest.mark.parametrize("variant", ["ref_ref", "load_ref", "ref_load", "load_load"])
 @pytest.mark.parametrize("shape", [(64, 128, 64), (40, 70, 33), (1, 5, 130)])
 def test_composite_matches_numpy(graph, variant, shape):
     m, k, n = shape

@@ -14,13 +14,23 @@ the scratch. The final output is ``O / denom``.
   next is prefetched into a free buffer, before this tile's softmax runs on
   the math engine. Scores are kept transposed (``[T, G]``) so K tiles feed the
   composite directly. Needs ``S_kv`` to be a multiple of the tile.
+* ``opt2`` — two composites per tile: ``#1`` the scores ``Q K_i^T`` (times
+  the scale) for the next tile, then ``#2`` the ``softmax_merge`` recipe
+  (online-softmax update of ``(m, denom, O)`` producing ``P``) followed by
+  ``P @ V_i`` added into ``O``. K is read from a transposed cache ``K^T``
+  (``[d, S_kv]``) so its tile is a ``[d, T]`` GEMM operand; K and V blocks are
+  streamed by the composites themselves and the PE scheduler orders the
+  composites by the tensors they share. Needs ``S_kv`` to be a multiple of
+  the tile.
 """
 
 from __future__ import annotations
 
 import math
 
-VARIANTS = ("opt1", "opt3")
+VARIANTS = ("opt1", "opt2", "opt3")
+#: Variants that read K from a transposed cache ``[d, S_kv]``.
+K_TRANSPOSED = ("opt2",)
 
 
 def flash_decode_opt1(tl, q, k, v, out, tile: int, scale: float) -> None:
@@ -81,4 +91,25 @@ def flash_decode_opt3(tl, q, k, v, out, tile: int, scale: float) -> None:
     tl.store(out, o / tl.trans(denom))
 
 
-KERNELS = {"opt1": flash_decode_opt1, "opt3": flash_decode_opt3}
+def flash_decode_opt2(tl, q, kt, v, out, tile: int, scale: float) -> None:
+    """Online-softmax attention as two composites per tile (scores, then softmax_merge + P @ V)."""
+    Q = tl.load(q)
+    KT, V = tl.ref(kt), tl.ref(v)
+    g, d = Q.shape
+    n = V.shape[0] // tile
+    m = tl.full((g, 1), -math.inf, "float32")
+    denom = tl.zeros((g, 1), "float32")
+    o = tl.zeros((g, d), "float32")
+    sbuf = [tl.zeros((g, tile), "float32"), tl.zeros((g, tile), "float32")]
+    scale_op = [{"op": "scale", "value": scale}]
+    tl.composite(Q, KT[:, 0:tile], sbuf[0], epilogue=scale_op)
+    for i in range(n):
+        cur, nxt = i % 2, (i + 1) % 2
+        if i + 1 < n:
+            tl.composite(Q, KT[:, (i + 1) * tile:(i + 2) * tile], sbuf[nxt], epilogue=scale_op)
+        tl.composite(prologue=[{"op": "softmax_merge", "s": sbuf[cur], "m": m, "l": denom, "O": o}],
+                     op="gemm", b=V[i * tile:(i + 1) * tile, :], out=o, epilogue=[{"op": "add", "other": o}])
+    tl.store(out, o / denom)
+
+
+KERNELS = {"opt1": flash_decode_opt1, "opt2": flash_decode_opt2, "opt3": flash_decode_opt3}

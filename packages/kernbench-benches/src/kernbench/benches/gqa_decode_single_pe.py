@@ -2,8 +2,9 @@
 
 Environment: ``GQA_SKV`` (context length, default 1024), ``GQA_G`` (query heads per KV head,
 default 8), ``GQA_DHEAD`` (head dimension, default 64), ``GQA_TILE`` (K/V rows per tile,
-default 64), ``GQA_VARIANT`` (``opt1`` primitive ops per tile, ``opt3`` software-pipelined;
-default ``opt3``). Q is ``[G, d]`` f16, K and V ``[S_kv, d]`` f16, the output ``[G, d]`` f32.
+default 64), ``GQA_VARIANT`` (``opt1`` primitive ops per tile, ``opt2`` two composites per tile,
+``opt3`` software-pipelined; default ``opt3``). Q is ``[G, d]`` f16, K and V ``[S_kv, d]`` f16
+(opt2 reads K from a transposed ``[d, S_kv]`` copy), the output ``[G, d]`` f32.
 With ``--data`` the bench checks the output against ``softmax(Q K^T / sqrt(d)) V`` in numpy.
 """
 
@@ -13,7 +14,7 @@ import math
 
 import numpy as np
 
-from kernbench.benches._attention import KERNELS, VARIANTS
+from kernbench.benches._attention import K_TRANSPOSED, KERNELS, VARIANTS
 from kernbench.benches._params import env_choice, env_int
 from kernbench.runtime import DPPolicy
 from kernbench.runtime.bench import BenchError, bench
@@ -32,14 +33,15 @@ def run(torch):
     s_kv, g, d = env_int("GQA_SKV", 1024), env_int("GQA_G", 8), env_int("GQA_DHEAD", 64)
     tile = env_int("GQA_TILE", 64)
     variant = env_choice("GQA_VARIANT", "opt3", VARIANTS)
-    if variant == "opt3" and s_kv % tile:
-        raise BenchError(f"GQA_SKV={s_kv} must be a multiple of GQA_TILE={tile} for opt3")
+    if variant in ("opt2", "opt3") and s_kv % tile:
+        raise BenchError(f"GQA_SKV={s_kv} must be a multiple of GQA_TILE={tile} for {variant}")
     one = DPPolicy(num_cubes=1, num_pes=1)
     rng = np.random.default_rng(0)
     q_np = rng.standard_normal((g, d)).astype(np.float16)
     k_np = rng.standard_normal((s_kv, d)).astype(np.float16) if torch.data else np.zeros((s_kv, d), np.float16)
     v_np = rng.standard_normal((s_kv, d)).astype(np.float16) if torch.data else np.zeros((s_kv, d), np.float16)
-    q, k, v = (torch.from_numpy(x, one) for x in (q_np, k_np, v_np))
+    k_layout = np.ascontiguousarray(k_np.T) if variant in K_TRANSPOSED else k_np
+    q, k, v = (torch.from_numpy(x, one) for x in (q_np, k_layout, v_np))
     out = torch.empty((g, d), "float32", one)
     kernel = KERNELS[variant]
     scale = 1.0 / math.sqrt(d)

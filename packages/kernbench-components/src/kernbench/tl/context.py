@@ -908,9 +908,10 @@ class TLContext:
                 extra = dict(step.extra)
                 try:
                     shape = standalone_shape(step.kind, tuple(slots[s].shape for s in step.srcs), extra)
-                except ValueError as exc:
-                    raise TLError(f"tl.composite: recipe {recipe.name!r} step {step.kind!r} over "
-                                  f"{[slots[s].shape for s in step.srcs]}: {exc}") from None
+                except ValueError:
+                    raise TLError(f"tl.composite: recipe {recipe.name!r} step {step.kind!r}: operand shapes "
+                                  f"{[slots[s].shape for s in step.srcs]} do not broadcast; check the shapes of "
+                                  f"{', '.join(recipe.operands)}") from None
             dst = slots.get(step.dst)
             if dst is None:
                 if cached is not None:
