@@ -36,20 +36,20 @@ def _ok(req):
     return req
 
 
-def merge_reference(s, m, l, o, v):
+def merge_reference(s, m, den, o, v):
     m_new = np.maximum(m, s.max(axis=1, keepdims=True))
     c = np.exp(m - m_new)
     p = np.exp(s - m_new)
-    return m_new, l * c + p.sum(axis=1, keepdims=True), o * c + p @ v
+    return m_new, den * c + p.sum(axis=1, keepdims=True), o * c + p @ v
 
 
 def _merge_state(rng, g=8, t=64, d=64):
     s = rng.standard_normal((g, t)).astype(np.float32)
     m = rng.standard_normal((g, 1)).astype(np.float32)
-    l = rng.uniform(1.0, 3.0, (g, 1)).astype(np.float32)
+    den = rng.uniform(1.0, 3.0, (g, 1)).astype(np.float32)
     o = rng.standard_normal((g, d)).astype(np.float32)
     v = rng.standard_normal((t, d)).astype(np.float16)
-    return s, m, l, o, v
+    return s, m, den, o, v
 
 
 # ---------------------------------------------------------------- lowering (command-list mode)
@@ -72,11 +72,11 @@ def test_legacy_call_lowers_to_one_gemm_plus_epilogue_ops(graph):
 
 def _merge_kernel(tl, v_arg, seen=None):
     s = tl.zeros((8, 64))
-    m, l, o = tl.full((8, 1), -1.0), tl.zeros((8, 1)), tl.zeros((8, 64))
-    out = tl.composite(prologue=[{"op": "softmax_merge", "s": s, "m": m, "l": l, "O": o}],
+    m, den, o = tl.full((8, 1), -1.0), tl.zeros((8, 1)), tl.zeros((8, 64))
+    out = tl.composite(prologue=[{"op": "softmax_merge", "s": s, "m": m, "l": den, "O": o}],
                        op="gemm", b=tl.ref(v_arg), out=o, epilogue=[{"op": "add", "other": o}])
     if seen is not None:
-        seen.update(s=s, m=m, l=l, o=o, out=out)
+        seen.update(s=s, m=m, l=den, o=o, out=out)
 
 
 def test_softmax_merge_lowers_to_ten_ops_with_state_as_read_write_handles(graph):
@@ -144,8 +144,8 @@ def test_two_gemms_are_rejected_at_emit(graph, monkeypatch):
 
 def test_auto_bind_conflict_is_rejected(graph):
     def kernel(tl):
-        s, m, l, o = tl.zeros((8, 64)), tl.zeros((8, 1)), tl.zeros((8, 1)), tl.zeros((8, 64))
-        tl.composite(prologue=[{"op": "softmax_merge", "s": s, "m": m, "l": l, "O": o}],
+        s, m, den, o = tl.zeros((8, 64)), tl.zeros((8, 1)), tl.zeros((8, 1)), tl.zeros((8, 64))
+        tl.composite(prologue=[{"op": "softmax_merge", "s": s, "m": m, "l": den, "O": o}],
                      op="gemm", a=tl.zeros((8, 64)), b=tl.zeros((64, 64)), out=o)
 
     with pytest.raises(TLError, match="auto-bind conflict"):
@@ -159,8 +159,8 @@ def test_hbm_operand_to_a_prologue_recipe_is_rejected(graph):
     s_hbm = TensorArg(AddressResolver(graph).hbm_addr(0, 0, 0), (8, 64), "float32")
 
     def kernel(tl):
-        m, l, o = tl.zeros((8, 1)), tl.zeros((8, 1)), tl.zeros((8, 64))
-        tl.composite(prologue=[{"op": "softmax_merge", "s": tl.ref(s_hbm), "m": m, "l": l, "O": o}],
+        m, den, o = tl.zeros((8, 1)), tl.zeros((8, 1)), tl.zeros((8, 64))
+        tl.composite(prologue=[{"op": "softmax_merge", "s": tl.ref(s_hbm), "m": m, "l": den, "O": o}],
                      op="gemm", b=tl.zeros((64, 64)), out=o)
 
     with pytest.raises(TLError, match="operand 's' is in HBM"):
@@ -194,20 +194,20 @@ def test_recipe_operand_set_must_match(graph):
 # ---------------------------------------------------------------- data mode
 def test_softmax_merge_with_pv_matches_the_online_softmax_step(graph):
     rng = np.random.default_rng(7)
-    s, m, l, o, v = _merge_state(rng)
-    eng, args = deploy(graph, [s, m, l, o, v, np.zeros((8, 64), np.float32), np.zeros((8, 1), np.float32),
+    s, m, den, o, v = _merge_state(rng)
+    eng, args = deploy(graph, [s, m, den, o, v, np.zeros((8, 64), np.float32), np.zeros((8, 1), np.float32),
                                np.zeros((8, 1), np.float32)])
 
     def kernel(tl, s_, m_, l_, o_, v_, o_out, m_out, l_out):
-        S, M, L, O = (tl.load(x) for x in (s_, m_, l_, o_))
-        tl.composite(prologue=[{"op": "softmax_merge", "s": S, "m": M, "l": L, "O": O}],
-                     op="gemm", b=v_, out=O, epilogue=[{"op": "add", "other": O}])
-        tl.store(o_out, O)  # reading O waits for the composite
+        S, M, L, acc = (tl.load(x) for x in (s_, m_, l_, o_))
+        tl.composite(prologue=[{"op": "softmax_merge", "s": S, "m": M, "l": L, "O": acc}],
+                     op="gemm", b=v_, out=acc, epilogue=[{"op": "add", "other": acc}])
+        tl.store(o_out, acc)  # reading the accumulator waits for the composite
         tl.store(m_out, M)
         tl.store(l_out, L)
 
     _ok(launch_on_pe0(eng, kernel, args))
-    want_m, want_l, want_o = merge_reference(s, m, l, o, v.astype(np.float32))
+    want_m, want_l, want_o = merge_reference(s, m, den, o, v.astype(np.float32))
     read = eng.memory.read_array
     np.testing.assert_allclose(read(args[5].addr.encode(), (8, 64), "float32"), want_o, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(read(args[6].addr.encode(), (8, 1), "float32"), want_m, rtol=1e-6)
@@ -216,12 +216,12 @@ def test_softmax_merge_with_pv_matches_the_online_softmax_step(graph):
 
 def test_a_prologue_only_composite_returns_the_primary_output(graph):
     rng = np.random.default_rng(3)
-    s, m, l, o, _ = _merge_state(rng, g=4, t=32, d=16)
-    eng, args = deploy(graph, [s, m, l, o, np.zeros((4, 32), np.float32)])
+    s, m, den, o, _ = _merge_state(rng, g=4, t=32, d=16)
+    eng, args = deploy(graph, [s, m, den, o, np.zeros((4, 32), np.float32)])
 
     def kernel(tl, s_, m_, l_, o_, p_out):
-        S, M, L, O = (tl.load(x) for x in (s_, m_, l_, o_))
-        p = tl.composite(prologue=[{"op": "softmax_merge", "s": S, "m": M, "l": L, "O": O}])
+        S, M, L, acc = (tl.load(x) for x in (s_, m_, l_, o_))
+        p = tl.composite(prologue=[{"op": "softmax_merge", "s": S, "m": M, "l": L, "O": acc}])
         tl.store(p_out, p)
 
     _ok(launch_on_pe0(eng, kernel, args))
