@@ -30,6 +30,7 @@ command (ADR 0013): framing, the op list and the read-write handle list.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,6 +41,7 @@ from kernbench.components.pe.math_kinds import EPILOGUE, HEADS, STANDALONE
 from kernbench.components.tiling import TilePlan, elementwise_plan, gemm_plan
 
 SCOPES = ("kernel", "k_tile", "output_tile")
+_ITEMSIZE = {"float16": 2, "float32": 4, "int32": 4, "bool": 1}
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +67,13 @@ class Operand:
     @property
     def itemsize(self) -> int:
         """Bytes per element."""
-        return np.dtype(self.dtype).itemsize
+        size = _ITEMSIZE.get(self.dtype)
+        return size if size is not None else np.dtype(self.dtype).itemsize
 
     @property
     def nbytes(self) -> int:
         """Size of the tensor's data in bytes."""
-        return int(np.prod(self.shape)) * self.itemsize
+        return math.prod(self.shape) * self.itemsize
 
     @property
     def row_pitch(self) -> int:
@@ -128,9 +131,9 @@ class CompositeCmd:
     def ranges(self) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
         """(read ranges, write ranges) as ``(start, end)`` byte addresses, for hazard checks between commands."""
         reads = {(o.addr, o.addr + o.span) for op in self.ops for o in op.operands.values()}
-        writes = {(o.addr, o.addr + o.span) for op in self.ops if op.out is not None for o in (op.out,)}
-        writes |= {(o.addr, o.addr + o.span) for o in self.rw_handles}
-        return tuple(sorted(reads)), tuple(sorted(writes))
+        writes = {(op.out.addr, op.out.addr + op.out.span) for op in self.ops if op.out is not None}
+        writes.update((o.addr, o.addr + o.span) for o in self.rw_handles)
+        return tuple(reads), tuple(writes)
 
 
 @dataclass(frozen=True, slots=True)

@@ -155,7 +155,7 @@ class PeScheduler(Component):
         self.blocks: dict[str, Component] = {}
         g = engine.spec.pe.gemm
         self.tile = (g.tile_m, g.tile_n, g.tile_k)
-        self.admit_queue: deque = deque()  # (run, reads, writes, earliest start) waiting for admission
+        self.admit_queue: deque = deque()  # (run, reads, writes) waiting for admission
         self.inflight: list = []  # (run, reads, writes) admitted and not finished
 
     def block(self, name: str) -> Component:
