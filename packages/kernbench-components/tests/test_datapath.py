@@ -95,7 +95,9 @@ def test_engine_instantiates_the_right_class_per_node(make_engine):
              DMA0: PeDma, R00: Forwarding, HBM0: HbmCtrl, "sip0.cube0.sram": Sram, "sip1.cube15.m_cpu": MCpu}
     for node, cls in kinds.items():
         assert isinstance(eng.components[node], cls)
-    assert "sip0.cube0.pe0.pe_ipcq" not in eng.components
+    from kernbench.components.pe.ipcq import PeIpcq
+
+    assert isinstance(eng.components["sip0.cube0.pe0.pe_ipcq"], PeIpcq)
 
 
 # ---------------------------------------------------------------------------------- HBM pseudo-channels

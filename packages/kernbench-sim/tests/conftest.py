@@ -60,13 +60,22 @@ TEST_IMPLS = (
     ("m_cpu", LinkBoundSink),
     # Control-plane and PE blocks the default spec binds; no route in these tests ends at them.
     *((name, Relay) for name in ("io_cpu", "pe_cpu", "pe_scheduler", "pe_tcm", "pe_fetch_store", "pe_gemm",
-                                 "pe_math", "pe_mmu")),
+                                 "pe_math", "pe_mmu", "pe_ipcq")),
 )
 
 
 @pytest.fixture(scope="session")
 def small_graph():
     return compile_spec(spec_from_dict(SMALL))
+
+
+@pytest.fixture(scope="session")
+def ipcq_unbound_graph():
+    """The small topology with the pe_ipcq node type left without an implementation."""
+    from dataclasses import replace
+
+    spec = spec_from_dict(SMALL)
+    return compile_spec(replace(spec, components=tuple(kv for kv in spec.components if kv[0] != "pe_ipcq")))
 
 
 @pytest.fixture

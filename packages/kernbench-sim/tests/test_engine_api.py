@@ -260,9 +260,9 @@ def test_bounded_run_does_not_report_deadlock(make_engine, registry, resolver):
     assert req.t_end is None
 
 
-def test_a_route_through_an_unbound_node_type_names_node_and_type(make_engine):
-    """pe_ipcq has no binding in the default components: section, so no route may pass through it."""
-    eng = make_engine()
+def test_a_route_through_an_unbound_node_type_names_node_and_type(make_engine, ipcq_unbound_graph):
+    """With pe_ipcq left out of the components: section, no route may pass through it."""
+    eng = make_engine(ipcq_unbound_graph)
     with pytest.raises(ComponentError) as info:
         eng.route(("sip0.cube0.pe0.pe_scheduler", "sip0.cube0.pe0.pe_ipcq"))
     msg = str(info.value)
@@ -351,13 +351,14 @@ def test_a_missing_binding_name_fails_at_construction(small_graph, test_impls):
         GraphEngine(small_graph, reg)
 
 
-def test_only_bound_node_types_get_components(make_engine, small_graph):
-    eng = make_engine()
-    bound = set(small_graph.spec.component_bindings)
-    assert set(eng.components) == {n.id for n in small_graph.nodes.values() if n.type in bound}
+def test_only_bound_node_types_get_components(make_engine, ipcq_unbound_graph):
+    graph = ipcq_unbound_graph
+    eng = make_engine(graph)
+    bound = set(graph.spec.component_bindings)
+    assert set(eng.components) == {n.id for n in graph.nodes.values() if n.type in bound}
     assert "sip0.cube0.pe0.pe_ipcq" not in eng.components
     for cid, comp in eng.components.items():
-        assert comp.id == cid and comp.overhead_ns == small_graph.nodes[cid].overhead_ns
+        assert comp.id == cid and comp.overhead_ns == graph.nodes[cid].overhead_ns
 
 
 def test_mcpu_dma_into_its_own_memory_is_rejected_at_submit(make_engine):

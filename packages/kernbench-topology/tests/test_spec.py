@@ -128,8 +128,8 @@ def test_component_bindings(spec):
     assert b["hbm_ctrl"] == "hbm_ctrl"
     assert b["pe_dma"] == "pe_dma"
     assert b["pe_gemm"] == "pe_gemm" and b["io_cpu"] == "io_cpu"
-    assert b["pe_mmu"] == "pe_mmu" and "pe_ipcq" not in b  # no IPCQ implementation yet
-    assert len(b) == 19
+    assert b["pe_mmu"] == "pe_mmu" and b["pe_ipcq"] == "pe_ipcq"
+    assert len(b) == 20
     b["router"] = "mutated"  # a fresh dict each time
     assert spec.component_bindings["router"] == "forwarding"
 

@@ -8,6 +8,7 @@ from kernbench.components.memory import HbmCtrl, MCpu, Sram
 from kernbench.components.pe.cpu import PeCpu
 from kernbench.components.pe.dma import KernelDma
 from kernbench.components.pe.engines import PeFetchStore, PeGemm, PeMath, PeScheduler, PeTcm
+from kernbench.components.pe.ipcq import PeIpcq
 from kernbench.components.pe.mmu import PeMmu
 from kernbench.sim.component import ComponentRegistry
 
@@ -27,6 +28,7 @@ BUILTIN = (
     ("pe_gemm", PeGemm),
     ("pe_math", PeMath),
     ("pe_mmu", PeMmu),
+    ("pe_ipcq", PeIpcq),
 )
 
 

@@ -24,8 +24,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kernbench.components.pe.commands import CommandError, ComputeCmd, CyclesCmd, DmaReadCmd, DmaWriteCmd
+from kernbench.components.pe.commands import (
+    CommandError,
+    ComputeCmd,
+    CyclesCmd,
+    DmaReadCmd,
+    DmaWriteCmd,
+    IpcqRecvCmd,
+    IpcqSendCmd,
+)
 from kernbench.components.pe.composite_cmd import SCOPES, CompositeCmd, Operand, OpSpec, split
+from kernbench.components.pe.ipcq import DIRECTIONS
 from kernbench.components.pe.math_kinds import EPILOGUE, HEADS, STANDALONE, standalone_shape
 from kernbench.tl.recipes import RECIPES
 from kernbench.topology.address import PhysAddr, decode
@@ -244,6 +253,7 @@ class TLContext:
         self._tile = (spec.pe.gemm.tile_m, spec.pe.gemm.tile_n, spec.pe.gemm.tile_k)
         self._clock_ghz = spec.pe.clock_ghz
         self._descriptor_cap = spec.pe.cost_model.max_composite_logical_bytes
+        self._slot_bytes = spec.pe.ipcq.slot_bytes
         self._pending: list = []
         self._scopes: list[tuple[int, int]] = [(0, 0)]  # (scope id, cursor at entry)
         self._next_scope = 1
@@ -328,9 +338,12 @@ class TLContext:
             self._recorded.append(cmd)
             return
         self._cpu.issue(cmd, self._request)
-        self.waiting = type(cmd).__name__
-        self.glet.parent.switch(cmd.done)
+        if self.waiting is None:
+            self.waiting = type(cmd).__name__
+        value = self.glet.parent.switch(cmd.done)
         self.waiting = None
+        if isinstance(value, Exception):
+            raise TLError(f"kernel {self.kernel!r} on PE {self.pe}: {value}")
 
     def _event(self):
         if self._recorded is not None:
@@ -379,6 +392,8 @@ class TLContext:
                 ev, h.ready = h.ready, None
                 self._block(ev)
                 self._loads = [(off, e) for off, e in self._loads if e is not ev]
+                if isinstance(ev.value, Exception):
+                    raise TLError(f"kernel {self.kernel!r} on PE {self.pe}: {ev.value}")
 
     # ------------------------------------------------------------------ data movement
     def ref(self, arg: TensorArg | TensorHandle) -> TensorHandle:
@@ -462,6 +477,99 @@ class TLContext:
             self._sync(dst, dst + d.span, write=True)
         self._issue(DmaWriteCmd(src.addr, dst, src.nbytes, self._event(), row_bytes=row, src_pitch=row,
                                 dst_pitch=d.pitch, translate_ns=translate_ns))
+
+    # ------------------------------------------------------------------ PE-to-PE messages (PE_IPCQ)
+    def _direction(self, op: str, direction: str) -> None:
+        if direction not in DIRECTIONS:
+            raise TLError(f"tl.{op}: unknown direction {direction!r}; use one of {', '.join(DIRECTIONS)}")
+        if self._cpu is None:
+            return
+        ipcq = self._cpu.engine.components[f"{self._cpu.prefix}.pe_ipcq"]
+        if direction not in ipcq.links:
+            have = ", ".join(ipcq.links) or "none"
+            raise TLError(f"tl.{op}: PE {self.pe} has no neighbour installed in direction {direction!r} "
+                          f"(installed: {have}); install a neighbour table that links it (init_process_group or "
+                          f"kernbench.ccl.neighbours)")
+
+    def _slot_check(self, op: str, nbytes: int) -> None:
+        slot = self._slot_bytes
+        if not 0 < nbytes <= slot:
+            raise TLError(f"tl.{op}: a message of {nbytes} bytes does not fit an IPCQ slot of {slot} bytes; send "
+                          f"smaller pieces or raise pe.ipcq.slot_kib in the topology")
+
+    def send(self, direction: str, src: TensorHandle | None = None, *, src_addr: int | None = None,
+             nbytes: int | None = None) -> None:
+        """Send a TCM tensor (or ``nbytes`` at the encoded TCM address ``src_addr``) to the neighbour in
+        ``direction``. Returns once the PE_IPCQ has taken it; the bytes are snapshotted at that moment, so the
+        source may be reused at once. The kernel does not end before its messages have been delivered."""
+        self._direction("send", direction)
+        if src is not None:
+            if src_addr is not None or nbytes is not None:
+                raise TLError("tl.send: give a tensor or src_addr= and nbytes=, not both")
+            self._tcm("send", src)
+            addr, size = src.addr, src.nbytes
+        else:
+            if not isinstance(src_addr, int) or not isinstance(nbytes, int):
+                raise TLError("tl.send: give a TCM tensor, or src_addr= (an encoded TCM address) and nbytes=")
+            addr, size = src_addr, nbytes
+        self._slot_check("send", size)
+        delivered = self._event()
+        self.waiting = f"tl.send({direction!r}) waiting for a free slot at the peer"
+        self._issue(IpcqSendCmd(direction, addr, size, self._event(), delivered))
+        if self._recorded is None:
+            self._pending.append(delivered)
+
+    def _recv_target(self, op: str, shape, dtype: str, out: TensorHandle | None) -> TensorHandle:
+        if out is not None:
+            if not isinstance(out, TensorHandle) or out.space != "tcm":
+                raise TLError(f"tl.{op}: out must be a TCM tensor (receive into TCM, then tl.store), got {out!r}")
+            self._own(out)
+            self._await(out)
+            if self._composites:
+                self._sync(out.addr, out.addr + out.nbytes, write=True)
+            return out
+        if shape is None:
+            raise TLError(f"tl.{op}: give the message's shape (and dtype), or out=")
+        self._dtype(dtype)
+        return self._new((shape,) if isinstance(shape, int) else shape, dtype)
+
+    def recv(self, direction: str, shape=None, dtype: str = "float16", *, out: TensorHandle | None = None
+             ) -> TensorHandle:
+        """Wait for the next message from ``direction`` and copy it into a new TCM tensor of ``shape``/``dtype``
+        (or into ``out``); returns the tensor. The message must have exactly the tensor's size."""
+        self._direction("recv", direction)
+        h = self._recv_target("recv", shape, dtype, out)
+        self._slot_check("recv", h.nbytes)
+        self.waiting = f"tl.recv({direction!r})"
+        self._issue(IpcqRecvCmd(direction, h.addr, h.nbytes, self._event()))
+        return h
+
+    def recv_async(self, direction: str, shape=None, dtype: str = "float16", *, out: TensorHandle | None = None
+                   ) -> TensorHandle:
+        """Like :meth:`recv` but returns at once: the tensor is a future that its first reader (or
+        ``tl.wait``) waits for."""
+        self._direction("recv_async", direction)
+        h = self._recv_target("recv_async", shape, dtype, out)
+        self._slot_check("recv_async", h.nbytes)
+        cmd = IpcqRecvCmd(direction, h.addr, h.nbytes, self._event())
+        if self._recorded is not None:
+            self._recorded.append(cmd)
+            return h
+        self._cpu.issue(cmd, self._request)
+        h.ready = cmd.done
+        self._pending.append(cmd.done)
+        self._loads.append((h.addr - self._scratch_base, cmd.done))
+        return h
+
+    def recv_no_consume(self, direction: str, shape=None, dtype: str = "float16") -> TensorHandle:
+        """DIAGNOSTIC ONLY: :meth:`recv` without the time of copying the message out of its slot (the data
+        still arrives). For comparing the arrival alone against a plain DMA; kernels must use :meth:`recv`."""
+        self._direction("recv_no_consume", direction)
+        h = self._recv_target("recv_no_consume", shape, dtype, None)
+        self._slot_check("recv_no_consume", h.nbytes)
+        self.waiting = f"tl.recv_no_consume({direction!r})"
+        self._issue(IpcqRecvCmd(direction, h.addr, h.nbytes, self._event(), consume=False))
+        return h
 
     # ------------------------------------------------------------------ compute
     def _run(self, engine: str, op: str, inputs: Sequence[TensorHandle], out: TensorHandle, work: int,

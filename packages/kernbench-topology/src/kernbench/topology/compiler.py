@@ -175,7 +175,7 @@ class _Builder:
         pe = self.spec.pe
         step = pe.w_mm / 3
         overheads = {"pe_cpu": pe.cpu_overhead_ns, "pe_scheduler": pe.scheduler_overhead_ns,
-                     "pe_dma": pe.dma.overhead_ns}
+                     "pe_dma": pe.dma.overhead_ns, "pe_ipcq": pe.ipcq.overhead_ns}
         tcm_bw = {("pe_dma", "pe_tcm"): pe.tcm.write_bw_gbs, ("pe_fetch_store", "pe_tcm"): pe.tcm.write_bw_gbs}
         for p, (px, py) in enumerate(self.mesh.pe_positions):
             for gr, row in enumerate(PE_GRID):

@@ -240,6 +240,20 @@ class CostModelSpec:
 
 
 @dataclass(frozen=True)
+class IpcqSpec:
+    """PE_IPCQ: the per-direction receive rings that PE-to-PE messages land in."""
+
+    depth: int = _f(2, "slots per receive ring (messages a sender may have in flight per direction)", lo=1)
+    slot_kib: float = _f(128.0, "bytes per slot, KiB: the largest message one send can carry", positive=True)
+    overhead_ns: float = _f(2.0, "PE_IPCQ per-message processing overhead, ns", lo=0.0)
+
+    @property
+    def slot_bytes(self) -> int:
+        """Bytes per slot."""
+        return int(self.slot_kib * 1024)
+
+
+@dataclass(frozen=True)
 class PeSpec:
     """One processing element."""
 
@@ -254,6 +268,7 @@ class PeSpec:
     tcm: TcmSpec = _sub(TcmSpec)
     dma: DmaSpec = _sub(DmaSpec)
     cost_model: CostModelSpec = _sub(CostModelSpec)
+    ipcq: IpcqSpec = _sub(IpcqSpec)
     w_mm: float = _f(2.0, "PE block size in the cube diagram, mm", positive=True)
 
 
@@ -289,6 +304,7 @@ DEFAULT_COMPONENTS: tuple[tuple[str, str], ...] = (
     ("pe_gemm", "pe_gemm"),
     ("pe_math", "pe_math"),
     ("pe_mmu", "pe_mmu"),
+    ("pe_ipcq", "pe_ipcq"),
 )
 
 

@@ -133,3 +133,42 @@ class CyclesCmd:
 
     cycles: int
     done: simpy.Event = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class IpcqSendCmd:
+    """Send ``nbytes`` of this PE's TCM at ``src`` to the neighbour in ``direction`` (PE_IPCQ).
+
+    ``done`` fires when the IPCQ has taken the message (a slot was free);
+    ``delivered`` when its last byte has landed in the peer's receive slot.
+    """
+
+    direction: str
+    src: int
+    nbytes: int
+    done: simpy.Event = field(repr=False, compare=False)
+    delivered: simpy.Event = field(repr=False, compare=False)
+
+    @property
+    def logical_bytes(self) -> int:
+        """Descriptor size: framing, opcode, direction, source address, size."""
+        return FRAMING + OPCODE + ENUM + HANDLE + SCALAR
+
+
+@dataclass(frozen=True, slots=True)
+class IpcqRecvCmd:
+    """Receive the next ``nbytes`` message from ``direction`` into this PE's TCM at ``dst`` (PE_IPCQ).
+
+    ``consume=False`` is the diagnostic form that skips the copy's time.
+    """
+
+    direction: str
+    dst: int
+    nbytes: int
+    done: simpy.Event = field(repr=False, compare=False)
+    consume: bool = True
+
+    @property
+    def logical_bytes(self) -> int:
+        """Descriptor size: framing, opcode, direction, destination address, size."""
+        return FRAMING + OPCODE + ENUM + HANDLE + SCALAR

@@ -18,7 +18,14 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from kernbench.components.pe.commands import ComputeCmd, CyclesCmd, DmaReadCmd, DmaWriteCmd
+from kernbench.components.pe.commands import (
+    ComputeCmd,
+    CyclesCmd,
+    DmaReadCmd,
+    DmaWriteCmd,
+    IpcqRecvCmd,
+    IpcqSendCmd,
+)
 from kernbench.components.pe.composite import CompositeRun
 from kernbench.components.pe.composite_cmd import CompositeCmd, split
 from kernbench.sim.component import Component
@@ -51,7 +58,8 @@ class PeTcm(Component):
     """The PE's tightly coupled memory: independent read and write channels.
 
     Same-direction accesses serialise; a read and a write overlap. As a
-    fabric terminal it absorbs DMA read data (write channel).
+    fabric terminal it absorbs DMA read data and remote writes (write
+    channel) and serves remote reads (read channel).
     """
 
     __slots__ = ("read_bw", "read_free", "write_bw", "write_free")
@@ -75,13 +83,27 @@ class PeTcm(Component):
         return start, end
 
     def on_packet(self, pkt: Packet, t_head: float) -> None:
-        """DMA data landing in the TCM: the write channel takes it as the flits arrive."""
-        if pkt.transfer.kind != "read_data":
+        """Data landing in the TCM (a DMA read's reply, or another PE's DMA write) drains through the write
+        channel as the flits arrive; a read command is served from the read channel and replied to."""
+        tr = pkt.transfer
+        if tr.kind == "read_cmd":
+            self._serve_read(tr, t_head)
+            return
+        if tr.kind not in ("read_data", "write"):
             super().on_packet(pkt, t_head)
         start = max(t_head, self.write_free)
         end = max(pkt.t_tail, start + pkt.nbytes / self.write_bw)
         self.write_free = end
         self.engine.landed(pkt, end)
+
+    def _serve_read(self, cmd, t_head: float) -> None:
+        eng = self.engine
+        nbytes = cmd.read_nbytes
+        start = max(t_head, self.read_free)
+        self.read_free = start + nbytes / self.read_bw
+        flit_ns = eng.flit_bytes / self.read_bw
+        ready = [(start + off / self.read_bw, flit_ns) for off in range(0, nbytes, eng.packet_bytes)]
+        eng.read_reply(cmd, ready)
 
 
 class PeFetchStore(Server):
@@ -178,6 +200,9 @@ class PeScheduler(Component):
             run = CompositeRun(self, cmd, transfer.request, split(cmd, self.tile))
             reads, writes = cmd.ranges()
             self.engine.at(t0, self._arrive, (run, reads, writes))
+        elif isinstance(cmd, (IpcqSendCmd, IpcqRecvCmd)):
+            self.engine.send_control(transfer.request, (self.id, self.block("pe_ipcq").id), cmd, t_start=t0,
+                                     apply_source_overhead=False)
         elif isinstance(cmd, CyclesCmd):
             self.engine.at(t0, lambda _: cmd.done.succeed(None))
         else:
