@@ -21,9 +21,11 @@ PACKAGES = {
     "kernbench-sim": ["kernbench-topology"],
     "kernbench-components": ["kernbench-topology", "kernbench-sim"],
     "kernbench-runtime": ["kernbench-topology", "kernbench-sim", "kernbench-components"],
-    "kernbench-benches": ["kernbench-topology", "kernbench-sim", "kernbench-components", "kernbench-runtime"],
+    "kernbench-ccl": ["kernbench-topology", "kernbench-sim", "kernbench-components", "kernbench-runtime"],
+    "kernbench-benches": ["kernbench-topology", "kernbench-sim", "kernbench-components", "kernbench-runtime",
+                          "kernbench-ccl"],
     "kernbench": ["kernbench-topology", "kernbench-sim", "kernbench-components", "kernbench-runtime",
-                  "kernbench-benches"],
+                  "kernbench-ccl", "kernbench-benches"],
 }
 TEST_DEPS = ["pytest>=8", "hypothesis>=6"]
 

@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from greenlet import getcurrent
 
 from kernbench.components import default_registry
 from kernbench.components.launch import LaunchResult
-from kernbench.runtime.allocator import PEMemAllocator, VirtualAllocator
+from kernbench.runtime.allocator import FreeList, PEMemAllocator, VirtualAllocator
 from kernbench.runtime.placement import DPPolicy, Shard, resolve_shards
 from kernbench.sim import ComponentRegistry, GraphEngine, MemoryReadMsg, MemoryWriteMsg, Request
 from kernbench.sim.messages import KernelLaunchMsg, MmuMapMsg
@@ -96,22 +97,131 @@ def _shard_shape(shape: tuple[int, ...], shard: Shard) -> tuple[int, ...]:
     return rows, cols
 
 
+ExtensionFactory = Callable[["RuntimeContext"], object]
+
+
+class ExtensionRegistry:
+    """Named host-API namespaces that other packages add to every :class:`RuntimeContext`.
+
+    ``kernbench.ccl`` registers ``distributed``, ``multiprocessing``, ``ahbm``
+    and ``accelerator`` here when imported; ``torch.<name>`` then builds the
+    namespace for that context on first use. This is the only way a higher
+    package extends the runtime, so the runtime never imports them.
+    """
+
+    __slots__ = ("_factories",)
+
+    def __init__(self) -> None:
+        self._factories: dict[str, ExtensionFactory] = {}
+
+    def register(self, name: str, factory: ExtensionFactory) -> None:
+        """Add a namespace; registering the same factory twice is harmless, a different one is an error."""
+        if self._factories.get(name, factory) is not factory:
+            raise RuntimeApiError(f"runtime extension {name!r} is already registered by another package")
+        self._factories[name] = factory
+
+    def get(self, name: str) -> ExtensionFactory | None:
+        """The factory of ``name``, or None."""
+        return self._factories.get(name)
+
+
+#: The registry every RuntimeContext consults for ``torch.<name>`` namespaces.
+EXTENSIONS = ExtensionRegistry()
+_EXTENSION_HINTS = {"distributed": "kernbench.ccl", "multiprocessing": "kernbench.ccl", "ahbm": "kernbench.ccl",
+                    "accelerator": "kernbench.ccl"}
+
+#: Waits a host thread of control may hand to a scheduler: returns True when it waited for the requests itself.
+WaitHook = Callable[[list[Request]], bool]
+
+
 class RuntimeContext:
-    """Host API over one simulated device (SIP ``device``) of a compiled topology."""
+    """Host API over one simulated device (SIP ``device``) of a compiled topology.
+
+    ``device`` is per host thread of control: worker greenlets started by a
+    launcher can each bind their own SIP (:meth:`bind_device`); everything
+    else uses the device given here.
+    """
 
     def __init__(self, graph: TopologyGraph, *, device: int = 0, data: bool = False,
                  registry: ComponentRegistry | None = None, trace: bool = False, virtual: bool = True) -> None:
-        sips = graph.spec.system.sips.count
-        if not 0 <= device < sips:
-            raise RuntimeApiError(f"device {device} does not exist; the topology has SIPs 0..{sips - 1}")
         self.graph = graph
-        self.device = device
+        self._check_device(device)
+        self._default_device = device
+        self._device_of: dict = {}  # greenlet -> SIP bound by bind_device
         self.engine = GraphEngine(graph, registry or default_registry(), trace=trace, data=data)
         self._alloc: dict[tuple[int, int, int], PEMemAllocator] = {}
+        self._sram: dict[tuple[int, int], FreeList] = {}
         self.virtual = virtual
         self._va = VirtualAllocator(page_bytes=graph.spec.pe.mmu_page_bytes)
         self._tensors: list[Tensor] = []
         self._launches: list[LaunchHandle] = []
+        self._extensions: dict[str, object] = {}
+        self.wait_hook: WaitHook | None = None
+
+    def __getattr__(self, name: str):
+        """``torch.distributed`` and other namespaces registered in :data:`EXTENSIONS`."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        ext = self.__dict__.get("_extensions")
+        if ext is not None and name in ext:
+            return ext[name]
+        factory = EXTENSIONS.get(name)
+        if factory is None:
+            hint = _EXTENSION_HINTS.get(name)
+            if hint:
+                raise AttributeError(f"torch.{name} is provided by the {hint} package; import {hint} first")
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        ext[name] = value = factory(self)
+        return value
+
+    # ------------------------------------------------------------------ devices
+    def _check_device(self, device: int) -> None:
+        sips = self.graph.spec.system.sips.count
+        if isinstance(device, bool) or not isinstance(device, int) or not 0 <= device < sips:
+            raise RuntimeApiError(f"device {device!r} does not exist; the topology has SIPs 0..{sips - 1}")
+
+    @property
+    def device(self) -> int:
+        """The SIP this thread of control deploys to and launches on."""
+        return self._device_of.get(getcurrent(), self._default_device)
+
+    def bind_device(self, device: int) -> None:
+        """Make ``device`` (a SIP index) the current device of the calling greenlet."""
+        self._check_device(device)
+        self._device_of[getcurrent()] = device
+
+    def unbind_device(self, glet) -> None:
+        """Forget a finished greenlet's device."""
+        self._device_of.pop(glet, None)
+
+    def reserve(self, kind: str, sip: int, cube: int, pe: int, nbytes: int) -> PhysAddr:
+        """Reserve ``nbytes`` of device memory outside any tensor: a PE's ``"tcm"`` or ``"hbm"``, or the cube's
+        ``"sram"`` (``pe`` ignored). Used for buffers such as IPCQ receive rings; give it back with
+        :meth:`release`."""
+        if kind == "hbm":
+            return self._allocator(sip, cube, pe).alloc_hbm(nbytes)
+        if kind == "tcm":
+            return self._allocator(sip, cube, pe).alloc_tcm(nbytes)
+        if kind == "sram":
+            region = self._sram_region(sip, cube)
+            return PhysAddr(sip, cube, "sram", region.alloc(nbytes, 256), 0)
+        raise RuntimeApiError(f"unknown memory kind {kind!r}; use tcm, sram or hbm")
+
+    def release(self, kind: str, addr: PhysAddr, nbytes: int) -> None:
+        """Give back memory from :meth:`reserve`."""
+        if kind == "hbm":
+            self._allocator(addr.sip, addr.cube, addr.pe).free_hbm(addr, nbytes)
+        elif kind == "tcm":
+            self._allocator(addr.sip, addr.cube, addr.pe).free_tcm(addr, nbytes)
+        else:
+            self._sram_region(addr.sip, addr.cube).free(addr.offset, nbytes)
+
+    def _sram_region(self, sip: int, cube: int) -> FreeList:
+        region = self._sram.get((sip, cube))
+        if region is None:
+            cap = int(self.spec.cube.sram.capacity_mib * (1 << 20))
+            region = self._sram[(sip, cube)] = FreeList(cap, f"SRAM of sip{sip}.cube{cube}")
+        return region
 
     # ------------------------------------------------------------------ basics
     @property
@@ -142,8 +252,10 @@ class RuntimeContext:
         return alloc
 
     def _drain(self, requests: list[Request]) -> None:
-        for req in requests:
-            self.engine.wait(req)
+        hook = self.wait_hook
+        if hook is None or not hook(requests):
+            for req in requests:
+                self.engine.wait(req)
         for req in requests:
             if req.error is not None:
                 raise req.error

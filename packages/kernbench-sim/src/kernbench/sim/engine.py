@@ -185,6 +185,21 @@ class GraphEngine:
                 raise
             raise self._deadlock(f"event queue empty while waiting for corr {request.corr_id}") from exc
 
+    def wait_any(self, groups: list[list[Request]]) -> None:
+        """Run until every request of at least one group has completed; :class:`DeadlockError` if the event queue
+        empties first."""
+        open_groups = [[r for r in g if r.t_end is None] for g in groups]
+        if not groups or any(not g for g in open_groups):
+            return
+        env = self.env
+        try:
+            env.run(until=simpy.AnyOf(env, [simpy.AllOf(env, [r.done for r in g]) for g in open_groups]))
+        except RuntimeError as exc:
+            if any(all(r.t_end is not None for r in g) for g in open_groups):
+                raise
+            ids = ", ".join(str(r.corr_id) for g in open_groups for r in g if r.t_end is None)
+            raise self._deadlock(f"event queue empty while waiting for corr {ids}") from exc
+
     def _deadlock(self, what: str) -> DeadlockError:
         """A DeadlockError naming every stuck request and every component that reports itself blocked."""
         stuck = "; ".join(f"corr {r.corr_id} {type(r.msg).__name__} from {r.source}" for r in self._pending.values())

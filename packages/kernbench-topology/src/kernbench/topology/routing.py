@@ -197,17 +197,17 @@ class PathRouter:
         return self._cube_of
 
     def _corridor(self, src: str, dst: str) -> frozenset[tuple[int, int]] | None:
-        """The cubes an X-then-Y route may use between two nodes, or None within one cube/outside cubes.
+        """The cubes an X-then-Y route may use between two nodes, or None between two nodes outside cubes.
 
-        Between cubes of one SIP the route moves along the cube row first, then
-        the column. Leaving or entering a SIP, it runs XY to or from the cube
-        the IO chiplet attaches to.
+        Within one cube the route stays in it. Between cubes of one SIP it
+        moves along the cube row first, then the column. Leaving or entering a
+        SIP, it runs XY to or from the cube the IO chiplet attaches to.
         """
         a, b = nm.locate(src), nm.locate(dst)
         if a.cube is None and b.cube is None:
             return None
         if a.sip == b.sip and a.cube == b.cube:
-            return None
+            return frozenset({(a.sip, a.cube)})
         io = self._graph.spec.sip.io.attach_cube
         if a.cube is not None and b.cube is not None and a.sip == b.sip:
             legs = [(a.sip, a.cube, b.cube)]

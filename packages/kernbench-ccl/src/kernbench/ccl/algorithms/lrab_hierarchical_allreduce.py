@@ -1,0 +1,152 @@
+"""Hierarchical all-reduce: reduce to the centre of each SIP's cube mesh, exchange between SIPs, broadcast back.
+
+Runs on PE 0 of every cube holding a shard (``n_elem`` values each); every
+shard ends up holding the elementwise sum of all shards of all ranks.
+
+1. **Row phase.** In each row of the ``cube_w x cube_h`` mesh the cubes left
+   of the root column pass their partial sum east and those right of it
+   west, each adding what arrives from further out first; the two halves
+   run at the same time and meet in the root column (``(cube_w - 1) // 2``).
+2. **Column phase.** The root column does the same towards the root row
+   (``(cube_h - 1) // 2``), leaving the SIP's sum in the root cube.
+3. **Inter-SIP exchange** (root cube, ``n_sips > 1``), over the ``global_*``
+   directions of the SIP topology. Along a ring of ``n`` ranks each rank
+   streams its vector both ways: east for ``ceil((n-1)/2)`` steps and west
+   for ``floor((n-1)/2)``, forwarding what it received the step before, so
+   every rank receives every other rank's vector exactly once. A line
+   without wrap-around streams east and west for up to ``n - 1`` steps, each
+   rank forwarding only what still has a rank to reach. ``ring_1d`` is one
+   ring of all ranks; ``torus_2d`` and ``mesh_2d_no_wrap`` run the exchange
+   along the grid's rows and then along its columns (on the row sums).
+4. **Broadcast.** The root cube sends the total back along the column, then
+   every root-column cube along its row, each forwarding outwards.
+
+A mesh of one cube skips phases 1, 2 and 4. Sends never block here (each
+direction carries at most one message per step and its receiver consumes it
+within the step), so the order "send, then receive" cannot deadlock.
+
+Module contract (``kernbench.ccl``'s backend): ``kernel``, ``kernel_args``
+and ``TOPO_NAME_TO_KIND``.
+"""
+
+from __future__ import annotations
+
+SIP_TOPO_RING = 0
+SIP_TOPO_TORUS = 1
+SIP_TOPO_MESH = 2
+
+#: topology.yaml's ``system.sips.topology`` -> the kind passed to the kernel.
+TOPO_NAME_TO_KIND = {"ring_1d": SIP_TOPO_RING, "torus_2d": SIP_TOPO_TORUS, "mesh_2d_no_wrap": SIP_TOPO_MESH}
+
+
+def kernel_args(world_size: int, n_elem: int, *, cube_w: int = 4, cube_h: int = 4) -> tuple:
+    """The kernel's positional arguments after the tensor: ``(n_elem, cube_w, cube_h, n_sips)``."""
+    return (n_elem, cube_w, cube_h, world_size)
+
+
+def _accumulate(tl, acc, buf) -> None:
+    with tl.scratch_scope():
+        tl.copy_to(acc, acc + buf)
+
+
+def _reduce_line(tl, acc, buf, pos: int, n: int, root: int, toward_root: str, away: str) -> None:
+    """Reduce a line of ``n`` cubes into position ``root``; ``toward_root``/``away`` name directions seen
+    from a cube before the root (e.g. ``E``/``W`` in a row, left of the root column)."""
+    if n == 1:
+        return
+    if pos < root:
+        if pos > 0:
+            tl.recv(away, out=buf)
+            _accumulate(tl, acc, buf)
+        tl.send(toward_root, acc)
+    elif pos > root:
+        if pos < n - 1:
+            tl.recv(toward_root, out=buf)
+            _accumulate(tl, acc, buf)
+        tl.send(away, acc)
+    else:
+        if pos > 0:
+            tl.recv(away, out=buf)
+            _accumulate(tl, acc, buf)
+        if pos < n - 1:
+            tl.recv(toward_root, out=buf)
+            _accumulate(tl, acc, buf)
+
+
+def _broadcast_line(tl, acc, pos: int, n: int, root: int, toward_root: str, away: str) -> None:
+    """Broadcast ``acc`` from position ``root`` to a line of ``n`` cubes (the reverse of ``_reduce_line``)."""
+    if n == 1:
+        return
+    if pos == root:
+        if pos > 0:
+            tl.send(away, acc)
+        if pos < n - 1:
+            tl.send(toward_root, acc)
+    elif pos < root:
+        tl.recv(toward_root, out=acc)
+        if pos > 0:
+            tl.send(away, acc)
+    else:
+        tl.recv(away, out=acc)
+        if pos < n - 1:
+            tl.send(toward_root, acc)
+
+
+def _exchange(tl, acc, bufs, pos: int, n: int, wrap: bool, east: str, west: str) -> None:
+    """Add every other rank's ``acc`` of a line or ring of ``n`` ranks into this rank's ``acc``."""
+    if n == 1:
+        return
+    own, from_w, from_e = bufs
+    tl.copy_to(own, acc)
+    if wrap:
+        steps_e, steps_w = n // 2, (n - 1) // 2  # ceil((n-1)/2) ranks reached eastwards, floor((n-1)/2) westwards
+    else:
+        steps_e = steps_w = n - 1
+    fwd_e = fwd_w = own
+    for s in range(1, max(steps_e, steps_w) + 1):
+        # At step s the east-going stream carries the vector of the rank s-1 places west of the sender.
+        send_e = s <= steps_e and (wrap or (pos - s + 1 >= 0 and pos < n - 1))
+        recv_w = s <= steps_e and (wrap or pos - s >= 0)
+        send_w = s <= steps_w and (wrap or (pos + s - 1 <= n - 1 and pos > 0))
+        recv_e = s <= steps_w and (wrap or pos + s <= n - 1)
+        if send_e:  # sends snapshot their source, so the buffers are free again right after
+            tl.send(east, fwd_e)
+        if send_w:
+            tl.send(west, fwd_w)
+        if recv_w:
+            fwd_e = tl.recv(west, out=from_w)
+            _accumulate(tl, acc, from_w)
+        if recv_e:
+            fwd_w = tl.recv(east, out=from_e)
+            _accumulate(tl, acc, from_e)
+
+
+def lrab_hierarchical_allreduce(tl, t, n_elem: int, cube_w: int, cube_h: int, n_sips: int, sip_rank: int,
+                                sip_topo_kind: int, sip_topo_w: int, sip_topo_h: int) -> None:
+    """All-reduce (sum) of this PE's shard ``t`` of ``n_elem`` values with every other shard of every rank."""
+    if sip_topo_kind not in TOPO_NAME_TO_KIND.values():
+        raise ValueError(f"unsupported SIP topology kind {sip_topo_kind}; known: {TOPO_NAME_TO_KIND}")
+    cube = tl.program_id(axis=1)
+    cx, cy = cube % cube_w, cube // cube_w
+    rx, ry = (cube_w - 1) // 2, (cube_h - 1) // 2
+    acc = tl.load(t)
+    buf = tl.zeros(acc.shape, acc.dtype)
+    _reduce_line(tl, acc, buf, cx, cube_w, rx, "E", "W")
+    if cx == rx:
+        _reduce_line(tl, acc, buf, cy, cube_h, ry, "S", "N")
+    if (cx, cy) == (rx, ry) and n_sips > 1:
+        bufs = [tl.zeros(acc.shape, acc.dtype) for _ in range(3)]
+        if sip_topo_kind == SIP_TOPO_RING:
+            _exchange(tl, acc, bufs, sip_rank, n_sips, True, "global_E", "global_W")
+        else:
+            wrap = sip_topo_kind == SIP_TOPO_TORUS
+            row, col = divmod(sip_rank, sip_topo_w)
+            _exchange(tl, acc, bufs, col, sip_topo_w, wrap, "global_E", "global_W")
+            _exchange(tl, acc, bufs, row, sip_topo_h, wrap, "global_S", "global_N")
+    if cx == rx:
+        _broadcast_line(tl, acc, cy, cube_h, ry, "S", "N")
+    _broadcast_line(tl, acc, cx, cube_w, rx, "E", "W")
+    tl.store(t, acc)
+
+
+kernel = lrab_hierarchical_allreduce

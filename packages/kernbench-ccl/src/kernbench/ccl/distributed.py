@@ -1,0 +1,213 @@
+"""``torch.distributed`` for KernBench: the ``ahbm`` backend.
+
+``init_process_group(backend="ahbm")`` does, in order and all-or-nothing:
+load ``ccl.yaml`` (beside the topology, else the packaged one), import the
+algorithm module and check its contract (``kernel``, ``kernel_args``,
+optionally ``TOPO_NAME_TO_KIND``), resolve the world size (algorithm entry >
+defaults > the topology's SIP count; it must divide the SIP count, and a 2-D
+SIP topology needs exactly its grid), build the neighbour table of the
+all-reduce layout and install it with its receive rings. Until it succeeds
+nothing is installed and every other call raises :class:`NotInitializedError`.
+
+``all_reduce(t)`` runs the algorithm's kernel on the PEs holding the calling
+rank's tensor (its SIP) and waits for it; under
+``torch.multiprocessing.spawn`` every rank's wait goes to the launcher, so
+the collective drains once all ranks have launched. ``barrier()`` is a no-op:
+all ranks share one simulated clock and one process. Other collectives are
+not implemented and say so.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from kernbench.ccl.config import AlgorithmConfig, CclConfigError, config_path, load
+from kernbench.ccl.install import Installation, install
+from kernbench.ccl.neighbours import intercube_multisip, sip_grid
+from kernbench.runtime import RuntimeContext, Tensor
+from kernbench.topology.errors import KernbenchError
+
+
+class UnsupportedBackendError(KernbenchError, ValueError):
+    """``init_process_group`` was asked for a backend other than ``ahbm``."""
+
+
+class NotInitializedError(KernbenchError, RuntimeError):
+    """A ``torch.distributed`` call came before ``init_process_group``."""
+
+
+class UnsupportedOpError(KernbenchError, NotImplementedError):
+    """A collective or reduction op the ``ahbm`` backend does not implement."""
+
+
+class CollectiveError(KernbenchError):
+    """A collective was called with a tensor or a set of ranks it cannot serve."""
+
+
+class ReduceOp:
+    """Reduction ops (only ``SUM`` is implemented)."""
+
+    SUM = "sum"
+
+
+_NOT_IMPLEMENTED = ("broadcast", "reduce", "all_gather", "all_gather_into_tensor", "gather", "scatter",
+                    "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "send", "recv",
+                    "isend", "irecv", "new_group")
+
+
+@dataclass
+class _Group:
+    config: AlgorithmConfig
+    module: object
+    world_size: int
+    sip_topology: str
+    topo_kind: int
+    grid: tuple[int, int]
+    buffer_kind: str
+    installation: Installation
+
+
+class DistributedContext:
+    """``torch.distributed`` bound to one :class:`RuntimeContext`."""
+
+    ReduceOp = ReduceOp
+
+    def __init__(self, ctx: RuntimeContext) -> None:
+        self.ctx = ctx
+        self._group: _Group | None = None
+        self.results: list = []  # (rank, LaunchResult) of every all_reduce, for benches and reports
+
+    # ------------------------------------------------------------------ process group
+    def init_process_group(self, backend: str = "ahbm", *, world_size: int | None = None, rank: int | None = None,
+                           config: str | None = None, algorithm: str | None = None,
+                           buffer_kind: str | None = None, **_ignored) -> None:
+        """Create the process group (see the module docstring). ``world_size``/``rank`` are accepted and
+        ignored, as with PyTorch's environment variables: ranks come from the launcher."""
+        if backend != "ahbm":
+            raise UnsupportedBackendError(f"init_process_group: backend {backend!r} is not supported; use 'ahbm'")
+        spec = self.ctx.spec
+        cfg = load(config or config_path(spec.source), algorithm)
+        kind = buffer_kind or cfg.buffer_kind
+        if self._group is not None:
+            g = self._group
+            if (g.config, g.buffer_kind) == (cfg, kind):
+                return  # every rank calls it; the first call installed the group
+            raise CollectiveError("init_process_group: a process group with other settings already exists; call "
+                                  "destroy_process_group() first")
+        module = _import_algorithm(cfg)
+        sips = spec.system.sips.count
+        world = cfg.world_size or sips
+        if world > sips or sips % world:
+            raise CclConfigError(f"{cfg.source}: world size {world} does not divide the topology's {sips} SIPs "
+                                 f"(one rank per SIP); set world_size to a divisor of {sips}")
+        topo = spec.system.sips.topology
+        kinds = getattr(module, "TOPO_NAME_TO_KIND", None)
+        if kinds is not None and topo not in kinds:
+            raise CclConfigError(f"algorithm {cfg.name!r} does not support the SIP topology {topo!r} "
+                                 f"(it supports {', '.join(kinds)})")
+        grid = sip_grid(spec, world, topo)
+        inst = install(self.ctx, intercube_multisip(spec, world, topo), kind)
+        self._group = _Group(cfg, module, world, topo, kinds[topo] if kinds else 0, grid, kind, inst)
+
+    def destroy_process_group(self) -> None:
+        """Remove the neighbour tables and free their receive rings."""
+        group = self._require("destroy_process_group")
+        group.installation.remove()
+        self._group = None
+
+    def is_initialized(self) -> bool:
+        """Whether ``init_process_group`` has succeeded."""
+        return self._group is not None
+
+    def _require(self, what: str) -> _Group:
+        if self._group is None:
+            raise NotInitializedError(f"torch.distributed.{what}: the default process group has not been "
+                                      f"initialized; call torch.distributed.init_process_group(backend='ahbm') first")
+        return self._group
+
+    def get_world_size(self) -> int:
+        """Ranks in the group (one per SIP)."""
+        return self._require("get_world_size").world_size
+
+    def get_rank(self) -> int:
+        """The calling rank (0 outside spawned workers)."""
+        self._require("get_rank")
+        rank = self.ctx.multiprocessing.rank_of()
+        return 0 if rank is None else rank
+
+    def get_backend(self) -> str:
+        """Always ``"ahbm"``."""
+        self._require("get_backend")
+        return "ahbm"
+
+    def barrier(self) -> None:
+        """A no-op: ranks share one simulated clock and one process, so there is nothing to wait for."""
+        self._require("barrier")
+
+    # ------------------------------------------------------------------ collectives
+    def all_reduce(self, tensor: Tensor, op: str = ReduceOp.SUM):
+        """Sum ``tensor`` over every shard of every rank, in place; returns the kernel's launch result.
+
+        The tensor lives on the caller's SIP with one shard on PE 0 of either
+        one cube or every cube (row-wise), all shards the same size.
+        """
+        group = self._require("all_reduce")
+        if op != ReduceOp.SUM:
+            raise UnsupportedOpError(f"all_reduce: op {op!r} is not implemented; only 'sum' is")
+        rank = self.get_rank()
+        spawned = self.ctx.multiprocessing.nprocs
+        if (spawned or 1) != group.world_size:
+            raise CollectiveError(f"all_reduce: the group has {group.world_size} ranks but {spawned or 1} "
+                                  f"{'are' if spawned else 'is'} running; run the workers with "
+                                  f"torch.multiprocessing.spawn(worker, nprocs={group.world_size})")
+        if not isinstance(tensor, Tensor):
+            raise CollectiveError(f"all_reduce expects a tensor of this runtime, got {type(tensor).__name__}")
+        if tensor.sip != rank:
+            raise CollectiveError(f"all_reduce: rank {rank} passed a tensor on SIP {tensor.sip}; each rank reduces "
+                                  f"a tensor on its own SIP")
+        spec = self.ctx.spec
+        shards = [s for s, _ in tensor.shards]
+        cubes = sorted({s.cube for s in shards})
+        sizes = {s.nbytes for s in shards}
+        if any(s.pe != 0 for s in shards) or len(cubes) != len(shards) or len(sizes) != 1 or \
+                len(cubes) not in (1, spec.cubes_per_sip):
+            raise CollectiveError("all_reduce: the tensor must have one equal shard on PE 0 of one cube or of every "
+                                  "cube (e.g. DPPolicy(cube='row', num_pes=1)); got shards on "
+                                  f"{sorted((s.cube, s.pe) for s in shards)}")
+        n_elem = shards[0].nbytes // _itemsize(tensor.dtype)
+        w, h = (1, 1) if len(cubes) == 1 else (spec.sip.cube_mesh.w, spec.sip.cube_mesh.h)
+        args = group.module.kernel_args(group.world_size, n_elem, cube_w=w, cube_h=h)
+        rows, cols = group.grid
+        handle = self.ctx.launch(group.config.name, group.module.kernel, tensor, *args, rank, group.topo_kind,
+                                 cols, rows)
+        result = self.ctx.wait(handle)
+        self.results.append((rank, result))
+        return result
+
+    def __getattr__(self, name: str):
+        if name in _NOT_IMPLEMENTED:
+            def unsupported(*_args, **_kwargs):
+                raise UnsupportedOpError(f"torch.distributed.{name} is not implemented by the ahbm backend; "
+                                         f"all_reduce is (kernels can use tl.send / tl.recv directly)")
+            return unsupported
+        raise AttributeError(f"torch.distributed has no attribute {name!r}")
+
+
+def _itemsize(dtype: str) -> int:
+    import numpy as np
+
+    return np.dtype(dtype).itemsize
+
+
+def _import_algorithm(cfg: AlgorithmConfig):
+    try:
+        module = importlib.import_module(cfg.module)
+    except ImportError as exc:
+        raise CclConfigError(f"{cfg.source}: cannot import algorithm module {cfg.module!r} of {cfg.name!r}: "
+                             f"{exc}") from None
+    missing = [name for name in ("kernel", "kernel_args") if not callable(getattr(module, name, None))]
+    if missing:
+        raise CclConfigError(f"{cfg.source}: algorithm module {cfg.module!r} does not define "
+                             f"{' and '.join(missing)} (an algorithm module exposes kernel and kernel_args)")
+    return module

@@ -1,0 +1,76 @@
+"""Installing a neighbour table: receive rings in the chosen memory, then every PE_IPCQ at once.
+
+Each direction of each PE gets a receive ring of ``pe.ipcq.depth`` slots of
+``pe.ipcq.slot_kib`` KiB, reserved from the runtime's allocators in the
+*buffer kind*'s memory: the PE's TCM (outside the kernel scratch), its cube's
+SRAM, or its HBM slice. Reservation is all-or-nothing: if any ring does not
+fit, the ones already reserved are released and nothing is installed. Only
+then are the PE_IPCQ tables replaced. Installing is setup, like creating a
+communicator: it takes no simulated time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kernbench.ccl.neighbours import NeighbourError, Table
+from kernbench.components.pe.ipcq import BUFFER_KINDS, IpcqLink
+from kernbench.runtime import RuntimeContext
+from kernbench.topology.address import PhysAddr
+from kernbench.topology.errors import KernbenchError
+
+
+@dataclass
+class Installation:
+    """An installed table: the PEs it configured and the rings it reserved (kind, address, bytes)."""
+
+    ctx: RuntimeContext
+    table: Table
+    buffer_kind: str
+    rings: list[tuple[str, PhysAddr, int]] = field(default_factory=list)
+    active: bool = True
+
+    def remove(self) -> None:
+        """Clear the PEs' tables and release the rings."""
+        if not self.active:
+            return
+        for pe in self.table:
+            _ipcq(self.ctx, pe).install({}, self.buffer_kind)
+        for kind, addr, nbytes in self.rings:
+            self.ctx.release(kind, addr, nbytes)
+        self.active = False
+
+
+def _ipcq(ctx: RuntimeContext, pe):
+    return ctx.engine.components[f"sip{pe[0]}.cube{pe[1]}.pe{pe[2]}.pe_ipcq"]
+
+
+def install(ctx: RuntimeContext, table: Table, buffer_kind: str = "tcm") -> Installation:
+    """Reserve a receive ring per (PE, direction) in ``buffer_kind`` memory and install ``table``."""
+    if buffer_kind not in BUFFER_KINDS:
+        raise NeighbourError(f"unknown IPCQ buffer kind {buffer_kind!r}; use one of {', '.join(BUFFER_KINDS)}")
+    spec = ctx.spec
+    sips, cubes, pes = spec.system.sips.count, spec.cubes_per_sip, spec.pes_per_cube
+    for pe, dirs in table.items():
+        for p in (pe, *dirs.values()):
+            if not (0 <= p[0] < sips and 0 <= p[1] < cubes and 0 <= p[2] < pes):
+                raise NeighbourError(f"PE {p} of the neighbour table is not in the topology "
+                                     f"({sips} SIPs x {cubes} cubes x {pes} PEs)")
+    ring_bytes = spec.pe.ipcq.depth * spec.pe.ipcq.slot_bytes
+    inst = Installation(ctx, table, buffer_kind)
+    links: dict = {}
+    try:
+        for pe, dirs in table.items():
+            links[pe] = {}
+            for d, peer in dirs.items():
+                addr = ctx.reserve(buffer_kind, *pe, ring_bytes)
+                inst.rings.append((buffer_kind, addr, ring_bytes))
+                links[pe][d] = IpcqLink(peer, addr.encode())
+    except KernbenchError as exc:
+        for kind, addr, nbytes in inst.rings:
+            ctx.release(kind, addr, nbytes)
+        raise NeighbourError(f"cannot reserve IPCQ receive rings in {buffer_kind}: {exc}; use another buffer kind "
+                             f"or lower pe.ipcq.depth / pe.ipcq.slot_kib") from None
+    for pe, pe_links in links.items():
+        _ipcq(ctx, pe).install(pe_links, buffer_kind)
+    return inst
