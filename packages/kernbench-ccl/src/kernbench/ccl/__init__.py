@@ -15,6 +15,7 @@ from kernbench.ccl.distributed import (
     ReduceOp,
     UnsupportedBackendError,
     UnsupportedOpError,
+    collective_span_ns,
 )
 from kernbench.ccl.install import Installation, install
 from kernbench.ccl.launcher import DeviceApi, Launcher
@@ -29,5 +30,5 @@ EXTENSIONS.register("accelerator", DeviceApi)
 __all__ = [
     "AlgorithmConfig", "CclConfigError", "CollectiveError", "DeviceApi", "DistributedContext", "Installation",
     "Launcher", "NeighbourError", "NotInitializedError", "ReduceOp", "UnsupportedBackendError",
-    "UnsupportedOpError", "install",
+    "UnsupportedOpError", "collective_span_ns", "install",
 ]

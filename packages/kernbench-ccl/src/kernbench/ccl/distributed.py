@@ -194,6 +194,15 @@ class DistributedContext:
         raise AttributeError(f"torch.distributed has no attribute {name!r}")
 
 
+def collective_span_ns(results) -> float:
+    """Wall time of a collective across ranks: from the earliest PE start to the latest PE end of the launch
+    results (one per rank), ns."""
+    reports = [rep for res in results for rep in res.reports.values()]
+    if not reports:
+        return 0.0
+    return max(r.exec_start_ns + r.exec_ns for r in reports) - min(r.exec_start_ns for r in reports)
+
+
 def _itemsize(dtype: str) -> int:
     import numpy as np
 

@@ -134,6 +134,7 @@ class BenchResult:
     pe_exec_start_ns: dict
     error: str | None = None
     events: int = 0
+    metrics: dict = field(default_factory=dict)
     records: list = field(default_factory=list, repr=False)
 
     def to_json(self) -> dict:
@@ -141,7 +142,7 @@ class BenchResult:
         return {"bench": self.bench, "ok": self.ok, "error_code": self.error_code, "device": self.device,
                 "latency_ns": self.latency_ns, "op_counts": self.op_counts, "engines": self.engines,
                 "stages": self.stages, "pe_exec_start_ns": self.pe_exec_start_ns, "error": self.error,
-                "events": self.events}
+                "events": self.events, "metrics": self.metrics}
 
 
 def summarize(name: str, device: int, records: list) -> BenchResult:
@@ -175,6 +176,7 @@ def run_bench(info: BenchInfo, graph: TopologyGraph, device: int = 0, *, data: b
         error = exc
     result = summarize(info.name, device, list(torch.oplog.records))
     result.events = torch.engine.events
+    result.metrics = dict(torch.metrics)
     if error is not None:
         result.ok, result.error_code, result.error = False, type(error).__name__, str(error)
     elif torch.engine.submitted == 0:

@@ -157,6 +157,11 @@ class RuntimeContext:
         self._launches: list[LaunchHandle] = []
         self._extensions: dict[str, object] = {}
         self.wait_hook: WaitHook | None = None
+        self.metrics: dict[str, float] = {}  # named results a bench reports (see report_metric)
+
+    def report_metric(self, name: str, value: float) -> None:
+        """Record a named result of the run (e.g. a collective's latency, ns); ``kernbench run --json`` shows it."""
+        self.metrics[name] = float(value)
 
     def __getattr__(self, name: str):
         """``torch.distributed`` and other namespaces registered in :data:`EXTENSIONS`."""

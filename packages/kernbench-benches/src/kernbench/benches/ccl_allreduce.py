@@ -1,0 +1,58 @@
+"""All-reduce across every SIP of the topology with the ``ahbm`` backend (rank = SIP).
+
+Environment: ``CCL_BYTES`` (bytes per PE, default 65536; f16 values, so a multiple of 2),
+``CCL_BUFFER`` (where IPCQ receive rings live: ``tcm``, ``sram`` or ``hbm``; default ``tcm``),
+``CCL_ALGORITHM`` (an algorithm entry of ``ccl.yaml``; default: its ``defaults.algorithm``).
+Each rank holds a ``[cubes, n]`` f16 tensor split row-wise over its SIP's cubes (PE 0 of
+each); after the all-reduce every shard holds the sum over all shards of all ranks. With
+``--data`` the bench checks that sum exactly (small integers). Reported metric:
+``allreduce_ns``, from the earliest PE start to the latest PE end over all ranks.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+import kernbench.ccl  # noqa: F401  (adds torch.distributed and torch.multiprocessing)
+from kernbench.benches._params import env_choice, env_int
+from kernbench.ccl import collective_span_ns
+from kernbench.runtime import DPPolicy
+from kernbench.runtime.bench import BenchError, bench
+
+SHARDS = DPPolicy(cube="row_wise", num_pes=1)
+
+
+def rank_values(rank: int, cubes: int, n: int) -> np.ndarray:
+    """Rank ``rank``'s input: small integers, so f16 sums are exact."""
+    return ((np.arange(cubes * n).reshape(cubes, n) + 3 * rank) % 5).astype(np.float16)
+
+
+@bench(name="ccl-allreduce", description="all-reduce over every SIP with the ahbm backend (CCL_* env)")
+def run(torch):
+    """Spawn one rank per SIP, all-reduce a tensor of CCL_BYTES per PE, verify in data mode."""
+    nbytes = env_int("CCL_BYTES", 65536)
+    if nbytes % 2:
+        raise BenchError(f"CCL_BYTES={nbytes} must be even (f16 values)")
+    kind = env_choice("CCL_BUFFER", "tcm", ("tcm", "sram", "hbm"))
+    algorithm = os.environ.get("CCL_ALGORITHM") or None
+    spec = torch.spec
+    world, cubes, n = spec.system.sips.count, spec.cubes_per_sip, nbytes // 2
+    outputs = {}
+
+    def worker(rank: int) -> None:
+        torch.ahbm.set_device(rank)
+        torch.distributed.init_process_group(backend="ahbm", buffer_kind=kind, algorithm=algorithm)
+        t = torch.from_numpy(rank_values(rank, cubes, n), SHARDS)
+        torch.distributed.all_reduce(t)
+        if torch.data:
+            outputs[rank] = torch.to_numpy(t)
+
+    torch.multiprocessing.spawn(worker, nprocs=world)
+    torch.report_metric("allreduce_ns", collective_span_ns([res for _, res in torch.distributed.results]))
+    if torch.data:
+        total = sum(rank_values(r, cubes, n).astype(np.float64).sum(axis=0) for r in range(world))
+        for rank, got in outputs.items():
+            if not (got.astype(np.float64) == total).all():
+                raise BenchError(f"ccl-allreduce: rank {rank} does not hold the exact sum")

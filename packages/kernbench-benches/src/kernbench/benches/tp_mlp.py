@@ -1,0 +1,50 @@
+"""Tensor-parallel MLP ``Z = relu(X W1) W2`` across every SIP (Megatron column- then row-parallel).
+
+Environment: ``TP_TOKENS`` (rows of X, default 64), ``TP_HIDDEN`` (K, default 64),
+``TP_FFN`` (N, default 96; a multiple of the SIP count). Each rank holds X, its column
+block of W1 and row block of W2 on PE 0 of its first cube; the row-parallel layer ends in
+one all-reduce. With ``--data`` every rank's Z is checked against numpy. Reported metric:
+``allreduce_ns`` of that all-reduce.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import kernbench.ccl  # noqa: F401  (adds torch.distributed and torch.multiprocessing)
+from kernbench.benches._params import env_int
+from kernbench.ccl import collective_span_ns
+from kernbench.ccl.tp import TP_POLICY, ParallelMLP
+from kernbench.runtime.bench import BenchError, bench
+
+
+def mlp_reference(x: np.ndarray, w1: np.ndarray, w2: np.ndarray) -> np.ndarray:
+    """relu(X W1) W2 in f32."""
+    return np.maximum(x.astype(np.float32) @ w1.astype(np.float32), 0) @ w2.astype(np.float32)
+
+
+@bench(name="tp-mlp", description="tensor-parallel MLP over every SIP, one all-reduce (TP_* env)")
+def run(torch):
+    """Spawn one rank per SIP, run the parallel MLP, verify against numpy in data mode."""
+    m, k, n = env_int("TP_TOKENS", 64), env_int("TP_HIDDEN", 64), env_int("TP_FFN", 96)
+    world = torch.spec.system.sips.count
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((m, k)) * 0.5).astype(np.float16)
+    w1 = (rng.standard_normal((k, n)) * 0.2).astype(np.float16)
+    w2 = (rng.standard_normal((n, k)) * 0.2).astype(np.float16)
+    outputs = {}
+
+    def worker(rank: int) -> None:
+        torch.distributed.init_process_group(backend="ahbm")
+        z = ParallelMLP(torch, w1, w2, activation="relu")(torch.from_numpy(x, TP_POLICY))
+        if torch.data:
+            outputs[rank] = torch.to_numpy(z)
+
+    torch.multiprocessing.spawn(worker, nprocs=world)
+    torch.report_metric("allreduce_ns", collective_span_ns([res for _, res in torch.distributed.results]))
+    if torch.data:
+        want = mlp_reference(x, w1, w2)
+        for rank, got in outputs.items():
+            err = float(np.abs(got.astype(np.float32) - want).max())
+            if err > 5e-2:
+                raise BenchError(f"tp-mlp: rank {rank} differs from numpy by {err:.3g}")
