@@ -83,8 +83,10 @@ def docs(session: nox.Session) -> None:
 
 @nox.session
 def benchmarks(session: nox.Session) -> None:
-    """Simulator speed: engine events/s vs bare SimPy, probe and compile time, the 2048-tile GEMM."""
+    """Simulator speed and model figures: engine vs bare SimPy, probe and compile time, the 2048-tile GEMM, 128K
+    decode, the 6-SIP all-reduce study."""
     session.install(*[f"./packages/{n}" for n in PACKAGES])
     session.run("python", "benchmarks/bench_fabric.py", *session.posargs)
     session.run("python", "benchmarks/bench_kernels.py")
     session.run("python", "benchmarks/bench_attention.py")
+    session.run("python", "benchmarks/bench_allreduce.py")

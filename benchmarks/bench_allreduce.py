@@ -1,0 +1,58 @@
+"""All-reduce study: latency vs payload on the 6-SIP 2x3 topologies, buffer kinds, and simulator wall time.
+
+Runs the ``ccl-allreduce`` bench in timing mode:
+- for each SIP topology (ring_1d, torus_2d, mesh_2d_no_wrap) and payload per PE
+  (256 B, 4 KiB, 16 KiB, 64 KiB, 96 KiB): the all-reduce latency (``allreduce_ns``);
+- on the torus at 64 KiB/PE: the latency per IPCQ buffer kind (tcm, sram, hbm);
+- the wall time of one 6-SIP torus all-reduce at 96 KiB/PE (the whole bench run:
+  deployment, process group, collective), median of 3.
+Writes ``benchmarks/results/allreduce.json``. Run: ``python benchmarks/bench_allreduce.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from kernbench.runtime.bench import discover, run_bench
+from kernbench.topology import load_topology
+
+ROOT = Path(__file__).resolve().parents[1]
+TOPOLOGIES = ("ring_1d", "torus_2d", "mesh_2d_no_wrap")
+SIZES = (256, 4096, 16384, 65536, 98304)
+
+
+def _run(info, graph, nbytes: int, kind: str = "tcm") -> tuple[float, float]:
+    os.environ.update(CCL_BYTES=str(nbytes), CCL_BUFFER=kind)
+    t = time.perf_counter()
+    r = run_bench(info, graph)
+    wall = time.perf_counter() - t
+    if not r.ok:
+        raise SystemExit(f"{info.name} failed: {r.error}")
+    return r.metrics["allreduce_ns"], wall
+
+
+def main() -> int:
+    info = discover().resolve("ccl-allreduce")
+    graphs = {t: load_topology(ROOT / "topologies" / f"6sip_2x3_{t}.yaml") for t in TOPOLOGIES}
+    latency = {t: {n: _run(info, graphs[t], n)[0] for n in SIZES} for t in TOPOLOGIES}
+    kinds = {k: _run(info, graphs["torus_2d"], 65536, k)[0] for k in ("tcm", "sram", "hbm")}
+    walls = [_run(info, graphs["torus_2d"], 98304)[1] for _ in range(3)]
+    out = {"command": "python benchmarks/bench_allreduce.py", "bytes_per_pe": list(SIZES),
+           "latency_ns": latency, "torus_64k_by_buffer_kind_ns": kinds,
+           "torus_96k_wall_s": statistics.median(walls)}
+    (ROOT / "benchmarks" / "results" / "allreduce.json").write_text(json.dumps(out, indent=2) + "\n")
+    print(f"{'bytes/PE':>9} " + " ".join(f"{t:>16}" for t in TOPOLOGIES))
+    for n in SIZES:
+        print(f"{n:>9} " + " ".join(f"{latency[t][n]:>16.1f}" for t in TOPOLOGIES))
+    print("torus 64 KiB/PE by buffer kind:", {k: round(v, 1) for k, v in kinds.items()})
+    print(f"wall time, 6-SIP torus all-reduce at 96 KiB/PE: {out['torus_96k_wall_s']:.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
