@@ -119,7 +119,7 @@ def test_other_collectives_are_not_implemented(ctx, name):
 
 def test_unknown_attributes_are_attribute_errors(ctx):
     with pytest.raises(AttributeError, match="no_such_call"):
-        ctx.distributed.no_such_call()  # noqa: B018
+        ctx.distributed.no_such_call()
 
 
 # ---------------------------------------------------------------------------------------------- world size
@@ -362,7 +362,7 @@ def test_all_reduce_with_fewer_spawned_ranks_than_the_group_is_refused(ctx):
     def worker(rank):
         d.all_reduce(ctx.zeros((16, 8), "float16", GOOD))
 
-    with pytest.raises(CollectiveError, match="2 ranks but 1 is running") as exc:
+    with pytest.raises(CollectiveError, match=r"the group has 2 ranks but 1 (is|are) running") as exc:
         ctx.multiprocessing.spawn(worker, nprocs=1)
     assert any("rank 0" in note for note in exc.value.__notes__)
 
@@ -377,7 +377,7 @@ def solo(default_graph, tmp_path):
 
 
 @pytest.mark.parametrize(("shape", "policy"), [
-    ((16, 8), DPPolicy(cube="row_wise", pe="row_wise", num_pes=2)),      # shards on PE 0 and PE 1 of each cube
+    ((32, 8), DPPolicy(cube="row_wise", pe="row_wise", num_pes=2)),      # shards on PE 0 and PE 1 of each cube
     ((16, 8), DPPolicy(cube="row_wise", num_pes=1, num_cubes=2)),        # only 2 of 16 cubes
     ((16, 8), DPPolicy(cube="row_wise", num_pes=1, num_cubes=8, cube_start=8)),
     ((17, 8), DPPolicy(cube="row_wise", num_pes=1)),                     # unequal shards (2 rows and 1 row)

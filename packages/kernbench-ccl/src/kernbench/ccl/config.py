@@ -23,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+from kernbench.components.pe.ipcq import BUFFER_KINDS
 from kernbench.topology.errors import KernbenchError
 
 PACKAGED = Path(__file__).with_name("ccl.yaml")
@@ -45,8 +46,11 @@ class AlgorithmConfig:
 
 def config_path(topology_source: str) -> Path:
     """``ccl.yaml`` beside the topology file, else the packaged default."""
-    beside = Path(topology_source).parent / "ccl.yaml"
-    return beside if topology_source and beside.is_file() else PACKAGED
+    source = Path(topology_source) if topology_source else None
+    if source is None or not source.is_file():  # a topology built in code has no folder to look in
+        return PACKAGED
+    beside = source.parent / "ccl.yaml"
+    return beside if beside.is_file() else PACKAGED
 
 
 def load(path: Path | str, algorithm: str | None = None) -> AlgorithmConfig:
@@ -74,4 +78,6 @@ def load(path: Path | str, algorithm: str | None = None) -> AlgorithmConfig:
     if world is not None and (isinstance(world, bool) or not isinstance(world, int) or world < 1):
         raise CclConfigError(f"{path}: world_size must be a positive integer, got {world!r}")
     kind = entry.get("buffer_kind", defaults.get("buffer_kind", "tcm"))
+    if kind not in BUFFER_KINDS:
+        raise CclConfigError(f"{path}: buffer_kind {kind!r} is not one of {', '.join(BUFFER_KINDS)}")
     return AlgorithmConfig(name, entry["module"], kind, world, str(path))

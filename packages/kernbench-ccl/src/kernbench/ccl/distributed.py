@@ -159,7 +159,7 @@ class DistributedContext:
         spawned = self.ctx.multiprocessing.nprocs
         if (spawned or 1) != group.world_size:
             raise CollectiveError(f"all_reduce: the group has {group.world_size} ranks but {spawned or 1} "
-                                  f"{'are' if spawned else 'is'} running; run the workers with "
+                                  f"{'are' if (spawned or 1) > 1 else 'is'} running; run the workers with "
                                   f"torch.multiprocessing.spawn(worker, nprocs={group.world_size})")
         if not isinstance(tensor, Tensor):
             raise CollectiveError(f"all_reduce expects a tensor of this runtime, got {type(tensor).__name__}")
@@ -212,9 +212,9 @@ def _itemsize(dtype: str) -> int:
 def _import_algorithm(cfg: AlgorithmConfig):
     try:
         module = importlib.import_module(cfg.module)
-    except ImportError as exc:
+    except Exception as exc:  # ImportError, or the module itself failing while it is imported
         raise CclConfigError(f"{cfg.source}: cannot import algorithm module {cfg.module!r} of {cfg.name!r}: "
-                             f"{exc}") from None
+                             f"{type(exc).__name__}: {exc}") from None
     missing = [name for name in ("kernel", "kernel_args") if not callable(getattr(module, name, None))]
     if missing:
         raise CclConfigError(f"{cfg.source}: algorithm module {cfg.module!r} does not define "

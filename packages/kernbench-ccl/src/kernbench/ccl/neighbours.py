@@ -32,12 +32,13 @@ class NeighbourError(KernbenchError):
 
 def link(table: Table, a: Pe, direction: str, b: Pe) -> None:
     """Add ``a --direction--> b`` and its reverse; a conflicting existing link is an error."""
-    back = OPPOSITE[direction]
-    for src, d, dst in ((a, direction, b), (b, back, a)):
-        have = table.setdefault(src, {}).get(d)
+    pairs = ((a, direction, b), (b, OPPOSITE[direction], a))
+    for src, d, dst in pairs:  # check both ends before writing either, so a rejected link changes nothing
+        have = table.get(src, {}).get(d)
         if have is not None and have != dst:
             raise NeighbourError(f"PE {src} already reaches {have} through {d!r}; cannot also link it to {dst}")
-        table[src][d] = dst
+    for src, d, dst in pairs:
+        table.setdefault(src, {})[d] = dst
 
 
 def merge(*tables: Table) -> Table:

@@ -214,8 +214,8 @@ class RuntimeContext:
 
     def release(self, kind: str, addr: PhysAddr, nbytes: int) -> None:
         """Give back memory from :meth:`reserve`."""
-        if kind == "hbm":
-            self._allocator(addr.sip, addr.cube, addr.pe).free_hbm(addr, nbytes)
+        if kind == "hbm":  # an HBM address names its PE through the slice its offset falls in
+            self._allocator(addr.sip, addr.cube, addr.offset // self.spec.hbm_slice_bytes).free_hbm(addr, nbytes)
         elif kind == "tcm":
             self._allocator(addr.sip, addr.cube, addr.pe).free_tcm(addr, nbytes)
         else:
