@@ -10,6 +10,7 @@ from the builders themselves.
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
@@ -503,3 +504,34 @@ def test_a_failed_install_keeps_the_previous_table(load_graph):
         install(ctx, table, "tcm")
     assert {pe: dict(ipcq(ctx, pe).links) for pe in table} == before
     assert all(ipcq(ctx, pe).buffer_kind == "hbm" for pe in table)
+
+
+@pytest.mark.parametrize("size", [2, 4, 6, 8, 12, 16])
+def test_a_cube_ring_of_a_given_size_steps_one_mesh_hop_at_a_time(size):
+    from kernbench.ccl.neighbours import cube_ring
+    from kernbench.topology import load_topology
+
+    spec = load_topology(Path(__file__).resolve().parents[3] / "topologies" / "topology.yaml").spec
+    table = cube_ring(spec, 0, size)
+    order = [0]
+    while len(order) < size:
+        order.append(table[(0, order[-1], 0)]["E"][1])
+    assert sorted(order) == sorted(set(order)) and len(order) == size
+    assert table[(0, order[-1], 0)]["E"] == (0, 0, 0)  # the ring closes
+    for a, b in zip(order, order[1:] + order[:1], strict=True):
+        assert abs(a % 4 - b % 4) + abs(a // 4 - b // 4) == 1
+
+
+def test_torch_install_ipcq_installs_a_table():
+    import kernbench.ccl  # noqa: F401
+    from kernbench.ccl.neighbours import cube_ring
+    from kernbench.runtime import RuntimeContext
+    from kernbench.topology import load_topology
+
+    graph = load_topology(Path(__file__).resolve().parents[3] / "topologies" / "topology.yaml")
+    torch = RuntimeContext(graph)
+    inst = torch.install_ipcq(cube_ring(graph.spec, 0, 4), "sram")
+    ipcq = torch.engine.components["sip0.cube1.pe0.pe_ipcq"]
+    assert ipcq.links["E"].peer == (0, 5, 0) and ipcq.links["W"].peer == (0, 0, 0)
+    inst.remove()
+    assert ipcq.links == {}

@@ -3,9 +3,13 @@
 Importing this package adds four namespaces to every
 :class:`~kernbench.runtime.RuntimeContext` (a bench's ``torch``):
 ``torch.distributed`` (:class:`DistributedContext`),
-``torch.multiprocessing`` (:class:`Launcher`), and ``torch.ahbm`` /
-``torch.accelerator`` (:class:`DeviceApi`).
+``torch.multiprocessing`` (:class:`Launcher`), ``torch.ahbm`` /
+``torch.accelerator`` (:class:`DeviceApi`), and ``torch.install_ipcq(table,
+buffer_kind)`` (:func:`install`, for kernels that address peers by direction
+outside a process group, e.g. ring attention over a cube ring).
 """
+
+from functools import partial
 
 from kernbench.ccl.config import AlgorithmConfig, CclConfigError
 from kernbench.ccl.distributed import (
@@ -22,10 +26,17 @@ from kernbench.ccl.launcher import DeviceApi, Launcher
 from kernbench.ccl.neighbours import NeighbourError
 from kernbench.runtime import EXTENSIONS
 
+
+def _install_factory(ctx):
+    """``torch.install_ipcq``: :func:`install` bound to the context."""
+    return partial(install, ctx)
+
+
 EXTENSIONS.register("distributed", DistributedContext)
 EXTENSIONS.register("multiprocessing", Launcher)
 EXTENSIONS.register("ahbm", DeviceApi)
 EXTENSIONS.register("accelerator", DeviceApi)
+EXTENSIONS.register("install_ipcq", _install_factory)
 
 __all__ = [
     "AlgorithmConfig", "CclConfigError", "CollectiveError", "DeviceApi", "DistributedContext", "Installation",

@@ -110,9 +110,16 @@ def intercube_multisip(spec, world_size: int, sip_topology: str, pe: int = 0) ->
     return merge(*parts)
 
 
-def cube_ring(spec, sip: int, cubes: list[int], pe: int = 0) -> Table:
-    """A ring through ``cubes`` of one SIP in the given order: ``E`` is the next cube, ``W`` the previous."""
+def cube_ring(spec, sip: int, cubes: list[int] | int, pe: int = 0) -> Table:
+    """A ring through ``cubes`` of one SIP in the given order: ``E`` is the next cube, ``W`` the previous.
+
+    An integer ``n`` asks for a ring of ``n`` cubes whose every step is one
+    mesh hop: the snake cycle through the smallest rectangle of the mesh's
+    top rows (or left columns) holding exactly ``n`` cubes.
+    """
     n = spec.cubes_per_sip
+    if isinstance(cubes, int) and not isinstance(cubes, bool):
+        cubes = _ring_of_size(spec, cubes)
     if len(cubes) < 2 or len(set(cubes)) != len(cubes) or not all(0 <= c < n for c in cubes):
         raise NeighbourError(f"a cube ring needs at least 2 distinct cubes of 0..{n - 1}, got {cubes}")
     table: Table = {}
@@ -174,3 +181,16 @@ def intra_cube(spec, sip: int, cube: int) -> Table:
         if p + cols < n:
             link(table, (sip, cube, p), "intra_S", (sip, cube, p + cols))
     return table
+
+
+def _ring_of_size(spec, size: int) -> list[int]:
+    """Cube order of a one-hop-per-step ring of ``size`` cubes anchored at cube 0."""
+    mw, mh = spec.sip.cube_mesh.w, spec.sip.cube_mesh.h
+    for h in range(1, mh + 1):  # full-width rows first, then full-height columns
+        if h * mw == size or (size % h == 0 and size // h <= mw and h > 1):
+            w = size // h
+            try:
+                return snake_order(0, 0, w, h, mw)
+            except NeighbourError:
+                continue
+    raise NeighbourError(f"no rectangle of the {mw}x{mh} cube mesh holds a ring of {size} cubes; give the cube list")
