@@ -227,3 +227,20 @@ def test_a_size_mismatch_fails_the_receiver(graph):
     _, req = run(eng, (A, lambda tl: tl.send("E", tl.zeros((64,)))),
                  (B, lambda tl: tl.recv("W", (32,), "float32")))
     assert req.error is not None and "expected 128 bytes" in str(req.error) and "has 256" in str(req.error)
+
+
+def test_a_peer_that_failed_is_named_in_the_deadlock_it_causes(graph):
+    """One launch over two cubes: the sender fails before sending, so the receiver waits forever."""
+    eng = engine(graph)
+
+    def kernel(tl):
+        if tl.pe == A:
+            raise ValueError("boom before the send")
+        tl.recv("W", (16,), "float32")
+
+    eng.submit(KernelLaunchMsg("pair", kernel, ((A, ()), (B, ()))))
+    with pytest.raises(DeadlockError) as err:
+        eng.run()
+    msg = str(err.value)
+    assert "sip0.cube0.pe0 failed: ValueError: boom before the send" in msg
+    assert "tl.recv('W')" in msg

@@ -1,12 +1,14 @@
 """kernbench.ccl — collectives: neighbour tables, the rank = SIP launcher, the ``ahbm`` backend, tensor parallelism.
 
 Importing this package adds four namespaces to every
-:class:`~kernbench.runtime.RuntimeContext` (a bench's ``torch``):
-``torch.distributed`` (:class:`DistributedContext`),
-``torch.multiprocessing`` (:class:`Launcher`), ``torch.ahbm`` /
-``torch.accelerator`` (:class:`DeviceApi`), and ``torch.install_ipcq(table,
-buffer_kind)`` (:func:`install`, for kernels that address peers by direction
-outside a process group, e.g. ring attention over a cube ring).
+:class:`~kernbench.runtime.context.RuntimeContext` (a bench's ``torch``):
+``torch.distributed`` (:class:`~kernbench.ccl.distributed.DistributedContext`),
+``torch.multiprocessing`` (:class:`~kernbench.ccl.launcher.Launcher`),
+``torch.ahbm`` / ``torch.accelerator``
+(:class:`~kernbench.ccl.launcher.DeviceApi`), and
+``torch.install_ipcq(table, buffer_kind)``
+(:func:`~kernbench.ccl.install.install`, for kernels that address peers by
+direction outside a process group, e.g. ring attention over a cube ring).
 """
 
 from functools import partial

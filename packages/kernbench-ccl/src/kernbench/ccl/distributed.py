@@ -69,7 +69,7 @@ class _Group:
 
 
 class DistributedContext:
-    """``torch.distributed`` bound to one :class:`RuntimeContext`."""
+    """``torch.distributed`` bound to one :class:`~kernbench.runtime.context.RuntimeContext`."""
 
     ReduceOp = ReduceOp
 

@@ -112,6 +112,10 @@ class IoCpuLaunch:
 
     __slots__ = ()
 
+    def blocked(self) -> str | None:
+        """PE failures of launches whose other cubes never finished (see :meth:`MCpuLaunch.blocked`)."""
+        return _failed_while_waiting(self, self.pending)
+
     def on_control(self, payload: object, t: float, transfer) -> None:
         """Handle a launch from the host or a report from an M_CPU."""
         eng = self.engine
@@ -152,6 +156,10 @@ class MCpuLaunch:
 
     __slots__ = ()
 
+    def blocked(self) -> str | None:
+        """PE failures of launches whose other PEs never finished (so a deadlock report shows the cause)."""
+        return _failed_while_waiting(self, self.pending)
+
     def on_control(self, payload: object, t: float, transfer) -> None:
         """Handle a launch from the IO_CPU or a report from a PE_CPU."""
         eng = self.engine
@@ -172,6 +180,16 @@ class MCpuLaunch:
                                  apply_source_overhead=False)
         else:
             super().on_control(payload, t, transfer)
+
+
+def _failed_while_waiting(component, pending: dict) -> str | None:
+    """Launches a fan-in point still waits on although some of their PEs already failed (deadlock reports)."""
+    parts = []
+    for corr, entry in pending.items():
+        failed = [f"{r.pe} failed: {r.error}" for r in entry[1] if r.error is not None]
+        if failed:
+            parts.append(f"launch corr {corr} waits for {entry[0]} more report(s) after {'; '.join(failed)}")
+    return f"{component.id}: {' | '.join(parts)}" if parts else None
 
 
 class HostLaunch:
