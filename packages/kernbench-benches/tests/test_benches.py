@@ -17,8 +17,8 @@ def graph():
 
 def test_registered_names():
     names = [b.name for b in discover().benches]
-    assert names == ["gemm-single-pe", "gqa-decode-single-pe", "matmul-composite", "qkv-gemm", "qkv-gemm-multi-pe",
-                     "va-offset-verify"]
+    assert names == ["ccl-allreduce", "gemm-single-pe", "gqa-decode-single-pe", "matmul-composite", "qkv-gemm",
+                     "qkv-gemm-multi-pe", "tp-mlp", "va-offset-verify"]
     for b in discover().benches:
         assert b.params, f"{b.name}: the module docstring lists its environment parameters"
 
@@ -62,7 +62,7 @@ def test_gemm_single_pe_counts(graph, monkeypatch):
 
 
 def test_unknown_bench():
-    with pytest.raises(BenchError, match="valid benches: 1:gemm-single-pe"):
+    with pytest.raises(BenchError, match="valid benches: 1:ccl-allreduce, 2:gemm-single-pe"):
         discover().resolve("nope")
 
 
