@@ -395,7 +395,7 @@ def test_install_puts_every_ring_in_the_chosen_memory(default_graph, kind):
                 assert pe[2] * hbm_slice <= addr.offset <= (pe[2] + 1) * hbm_slice - RING  # the PE's own slice
                 unit = (pe[:2], "hbm")
             spans.setdefault(unit, []).append((addr.offset, addr.offset + RING))
-            assert comp.credits[d] == spec.pe.ipcq.depth
+            assert len(comp.free_slots[d]) == spec.pe.ipcq.depth
     for unit, ranges in spans.items():
         ranges.sort()
         for (_, end), (start, _) in itertools.pairwise(ranges):
@@ -426,8 +426,8 @@ def test_remove_clears_the_links_and_frees_the_rings(load_graph):
     link(table, a, "E", b)
     first = install(ctx, table, "tcm")
     base = ipcq(ctx, a).links["E"].rx_base
-    # without remove the second install cannot fit: the previous one stays installed
-    with pytest.raises(NeighbourError, match="tcm"):
+    # without remove a second install over the same PEs is refused: the previous one stays installed
+    with pytest.raises(NeighbourError, match="already has a neighbour table installed"):
         install(ctx, table, "tcm")
     assert ipcq(ctx, a).links["E"].rx_base == base
     first.remove()

@@ -383,3 +383,48 @@ def test_leaving_a_scope_waits_for_composites_on_its_scratch(graph):
     assert seen["left"] >= comp.t_end
     np.testing.assert_allclose(eng.memory.read_array(args[1].addr.encode(), (64, 64), "float32"),
                                np.exp(a.astype(np.float32)), rtol=2e-3)
+
+
+def test_loading_what_a_composite_writes_to_hbm_waits_for_it(graph):
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((32, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 32)).astype(np.float16)
+    eng, args = deploy(graph, [a, b, np.zeros((32, 32), np.float32), np.zeros((32, 32), np.float32)])
+
+    def kernel(tl, a_, b_, c_, d_):
+        tl.composite(a_, b_, c_)  # writes C in HBM, asynchronously
+        tl.store(d_, tl.load(c_) * 1.0)  # reading C back must see the product
+
+    _ok(launch_on_pe0(eng, kernel, args))
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(eng.memory.read_array(args[3].addr.encode(), (32, 32), "float32"), want,
+                               rtol=2e-3, atol=2e-3)
+
+
+def test_copy_into_a_buffer_still_being_loaded_waits_for_the_load(graph):
+    eng, args = deploy(graph, [np.ones((64,), np.float32), np.zeros((64,), np.float32)])
+
+    def kernel(tl, src, out):
+        buf = tl.zeros((64,))
+        tl.load(src, out=buf)  # lazy: still filling buf
+        tl.copy_to(buf, tl.full((64,), 5.0))  # must land after the load, not before
+        tl.store(out, buf)
+
+    _ok(launch_on_pe0(eng, kernel, args))
+    assert (eng.memory.read_array(args[1].addr.encode(), (64,), "float32") == 5.0).all()
+
+
+def test_prologue_only_composites_return_distinct_tensors(graph):
+    eng, _ = deploy(graph, [])
+    got = {}
+
+    def kernel(tl):
+        m, den, o = tl.full((4, 1), 2.0), tl.full((4, 1), 1.0), tl.zeros((4, 8))
+        p1 = tl.composite(prologue=[{"op": "softmax_merge", "s": tl.full((4, 8), 1.0), "m": m, "l": den, "O": o}])
+        p2 = tl.composite(prologue=[{"op": "softmax_merge", "s": tl.full((4, 8), 9.0), "m": m, "l": den, "O": o}])
+        tl.wait()
+        got["p1"], got["p2"] = p1.addr, p2.addr
+
+    _ok(launch_on_pe0(eng, kernel, []))
+    assert got["p1"] != got["p2"]
+    np.testing.assert_allclose(eng.memory.read_array(got["p1"], (4, 8), "float32"), np.exp(1.0 - 2.0), rtol=1e-6)

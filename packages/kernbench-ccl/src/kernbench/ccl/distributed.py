@@ -77,6 +77,9 @@ class DistributedContext:
         self.ctx = ctx
         self._group: _Group | None = None
         self.results: list = []  # (rank, LaunchResult) of every all_reduce, for benches and reports
+        self._destroy_calls = 0
+        self._calls: dict[int, int] = {}  # all_reduce calls made so far, per rank
+        self._layouts: dict[int, tuple] = {}  # call index -> (cubes, elements, dtype) of the first rank to make it
 
     # ------------------------------------------------------------------ process group
     def init_process_group(self, backend: str = "ahbm", *, world_size: int | None = None, rank: int | None = None,
@@ -111,10 +114,18 @@ class DistributedContext:
         self._group = _Group(cfg, module, world, topo, kinds[topo] if kinds else 0, grid, kind, inst)
 
     def destroy_process_group(self) -> None:
-        """Remove the neighbour tables and free their receive rings."""
+        """Remove the neighbour tables and free their receive rings. Under spawn every rank calls it; the group
+        is torn down by the last call."""
         group = self._require("destroy_process_group")
+        spawned = self.ctx.multiprocessing.nprocs
+        self._destroy_calls += 1
+        if spawned and self._destroy_calls < spawned:
+            return
         group.installation.remove()
         self._group = None
+        self._destroy_calls = 0
+        self._calls.clear()
+        self._layouts.clear()
 
     def is_initialized(self) -> bool:
         """Whether ``init_process_group`` has succeeded."""
@@ -176,6 +187,15 @@ class DistributedContext:
                                   "cube (e.g. DPPolicy(cube='row', num_pes=1)); got shards on "
                                   f"{sorted((s.cube, s.pe) for s in shards)}")
         n_elem = shards[0].nbytes // _itemsize(tensor.dtype)
+        call = self._calls.get(rank, 0)
+        self._calls[rank] = call + 1
+        layout = (tuple(cubes), n_elem, tensor.dtype)
+        first = self._layouts.setdefault(call, layout)
+        if layout != first:
+            raise CollectiveError(f"all_reduce #{call + 1}: rank {rank} passes {n_elem} {tensor.dtype} values on "
+                                  f"cube(s) {list(cubes)} but another rank passed {first[1]} {first[2]} values on "
+                                  f"cube(s) {list(first[0])}; every rank must reduce the same layout")
+        self.ctx.multiprocessing.rendezvous("all_reduce")
         w, h = (1, 1) if len(cubes) == 1 else (spec.sip.cube_mesh.w, spec.sip.cube_mesh.h)
         args = group.module.kernel_args(group.world_size, n_elem, cube_w=w, cube_h=h)
         rows, cols = group.grid

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kernbench.ccl.neighbours import NeighbourError, Table
-from kernbench.components.pe.ipcq import BUFFER_KINDS, IpcqLink
+from kernbench.components.pe.ipcq import BUFFER_KINDS, OPPOSITE, IpcqLink
 from kernbench.runtime import RuntimeContext
 from kernbench.topology.address import PhysAddr
 from kernbench.topology.errors import KernbenchError
@@ -56,6 +56,17 @@ def install(ctx: RuntimeContext, table: Table, buffer_kind: str = "tcm") -> Inst
             if not (0 <= p[0] < sips and 0 <= p[1] < cubes and 0 <= p[2] < pes):
                 raise NeighbourError(f"PE {p} of the neighbour table is not in the topology "
                                      f"({sips} SIPs x {cubes} cubes x {pes} PEs)")
+    for a, dirs in table.items():
+        for d, b in dirs.items():
+            if table.get(b, {}).get(OPPOSITE[d]) != a:
+                raise NeighbourError(f"neighbour table is not symmetric: PE {a} reaches {b} through {d!r} but {b} "
+                                     f"does not reach {a} through {OPPOSITE[d]!r}; build tables with "
+                                     f"kernbench.ccl.neighbours.link()")
+    busy = [pe for pe in table if _ipcq(ctx, pe).links]
+    if busy:
+        raise NeighbourError(f"PE {busy[0]} already has a neighbour table installed ({len(busy)} PE(s) of this table "
+                             f"do); remove that installation (Installation.remove() or destroy_process_group()) "
+                             f"first, or merge the tables with kernbench.ccl.neighbours.merge()")
     ring_bytes = spec.pe.ipcq.depth * spec.pe.ipcq.slot_bytes
     inst = Installation(ctx, table, buffer_kind)
     links: dict = {}

@@ -7,10 +7,12 @@ launcher schedules them cooperatively: whenever a rank has to wait for the
 device (a deployment, a launch, a read back), it hands its requests to the
 launcher and steps aside; once every live rank is waiting, the launcher runs
 the simulation until some rank's requests are complete and resumes those
-ranks, in rank order. Ranks that reach a collective in the same round
-therefore submit their launches at the same simulated time, and a collective
-drains only when every rank has joined it. If the simulation runs dry while
-ranks still wait, that is a :class:`~kernbench.sim.errors.DeadlockError`.
+ranks, in rank order. A collective first meets at a *rendezvous*
+(:meth:`Launcher.rendezvous`): the ranks are released together once all of
+them have arrived, so they submit their launches at the same simulated time
+and host-side skew (one rank's deployment finishing later) is not counted
+as collective time. If the simulation runs dry while ranks still wait, that
+is a :class:`~kernbench.sim.errors.DeadlockError`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,13 @@ from collections.abc import Callable
 from greenlet import GreenletExit, getcurrent, greenlet
 
 from kernbench.runtime import RuntimeApiError, RuntimeContext
+
+
+class _Rendezvous:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
 class Launcher:
@@ -74,8 +83,25 @@ class Launcher:
                         waiting[g] = out
                 if not waiting:
                     return
-                ctx.engine.wait_any(list(waiting.values()))
-                runnable = [g for g in ranks if g in waiting and all(r.t_end is not None for r in waiting[g])]
+                meeting = {g: w for g, w in waiting.items() if isinstance(w, _Rendezvous)}
+                if meeting and len(meeting) == sum(not g.dead for g in ranks):
+                    gone = [self._rank_of[g] for g in ranks if g.dead]
+                    if gone:
+                        name = next(iter(meeting.values())).name
+                        raise RuntimeApiError(f"ranks {sorted(self._rank_of[g] for g in meeting)} wait in {name} but "
+                                              f"rank(s) {gone} returned without calling it; every rank must call it")
+                    names = sorted({w.name for w in meeting.values()})
+                    if len(names) > 1:
+                        raise RuntimeApiError(f"ranks reached different collectives at once ({', '.join(names)}); "
+                                              f"every rank must call the same collectives in the same order")
+                    runnable = [g for g in ranks if g in meeting]
+                    for g in runnable:
+                        del waiting[g]
+                    continue
+                groups = [w for w in waiting.values() if not isinstance(w, _Rendezvous)]
+                ctx.engine.wait_any(groups)
+                runnable = [g for g in ranks if g in waiting and not isinstance(waiting[g], _Rendezvous)
+                            and all(r.t_end is not None for r in waiting[g])]
                 for g in runnable:
                     del waiting[g]
         finally:
@@ -86,6 +112,13 @@ class Launcher:
                     g.throw(GreenletExit)
                 self._rank_of.pop(g, None)
                 ctx.unbind_device(g)
+
+    def rendezvous(self, name: str) -> None:
+        """Wait until every running rank has called ``rendezvous`` (for the same collective ``name``); outside
+        spawned workers it returns at once."""
+        me = getcurrent()
+        if me in self._rank_of:
+            me.parent.switch(_Rendezvous(name))
 
     def _hand_over(self, requests: list) -> bool:
         """The runtime's wait hook: a rank gives its wait to the launcher's loop."""

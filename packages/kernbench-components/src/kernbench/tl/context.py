@@ -392,8 +392,6 @@ class TLContext:
                 ev, h.ready = h.ready, None
                 self._block(ev)
                 self._loads = [(off, e) for off, e in self._loads if e is not ev]
-                if isinstance(ev.value, Exception):
-                    raise TLError(f"kernel {self.kernel!r} on PE {self.pe}: {ev.value}")
 
     # ------------------------------------------------------------------ data movement
     def ref(self, arg: TensorArg | TensorHandle) -> TensorHandle:
@@ -454,6 +452,8 @@ class TLContext:
                 self._sync(out.addr, out.addr + out.nbytes, write=True)
         row = h.shape[-1] * np.dtype(h.dtype).itemsize if h.pitch else 0
         src, translate_ns = self._dma_target("load", h)
+        if self._composites:  # a composite may still be writing the source
+            self._sync(src, src + h.span, write=False)
         cmd = DmaReadCmd(src, out.addr, h.nbytes, self._event(), row_bytes=row, src_pitch=h.pitch,
                          dst_pitch=row, translate_ns=translate_ns)
         if self._recorded is not None:
@@ -511,7 +511,13 @@ class TLContext:
         else:
             if not isinstance(src_addr, int) or not isinstance(nbytes, int):
                 raise TLError("tl.send: give a TCM tensor, or src_addr= (an encoded TCM address) and nbytes=")
+            where = decode(src_addr)
+            if where.kind != "tcm" or (where.sip, where.cube, where.pe) != tuple(self.pe):
+                raise TLError(f"tl.send: src_addr {where} is not in this PE's TCM {self.pe}; messages leave from "
+                              f"the sender's TCM (tl.load the data first)")
             addr, size = src_addr, nbytes
+            if self._composites:
+                self._sync(addr, addr + size, write=False)
         self._slot_check("send", size)
         delivered = self._event()
         self.waiting = f"tl.send({direction!r}) waiting for a free slot at the peer"
@@ -748,6 +754,7 @@ class TLContext:
                 raise TLError(f"tl.copy_to: {name} must be a TCM tensor, got {h!r}")
         self._tcm("copy_to", src)
         self._own(dst)
+        self._await(dst)  # a load or receive still filling dst would land after the copy
         if dst.shape != src.shape or dst.dtype != src.dtype:
             raise TLError(f"tl.copy_to: dst is {dst.shape} {dst.dtype} but src is {src.shape} {src.dtype}")
         if self._composites:
@@ -849,8 +856,8 @@ class TLContext:
         ops: list[OpSpec] = []
         rw: list[TensorHandle] = []
         primary = None
-        for item in prologue:
-            primary = self._expand_recipe(item, ops, rw)
+        for item in prologue:  # a primary output handed back to the kernel gets its own memory
+            primary = self._expand_recipe(item, ops, rw, fresh_primary=head is None)
         if head == "gemm":
             if inputs[0] is None:
                 if primary is None:
@@ -976,7 +983,7 @@ class TLContext:
             self._dma_target("composite", ho)
         return ho
 
-    def _expand_recipe(self, item: dict, ops: list, rw: list) -> TensorHandle | None:
+    def _expand_recipe(self, item: dict, ops: list, rw: list, fresh_primary: bool = False) -> TensorHandle | None:
         """Append a prologue recipe's ops to ``ops`` (its RW operands to ``rw``); returns its primary output."""
         if not isinstance(item, dict) or "op" not in item:
             raise TLError(f"tl.composite: each prologue item is a dict with an 'op', got {item!r}")
@@ -1022,7 +1029,8 @@ class TLContext:
                                   f"{', '.join(recipe.operands)}") from None
             dst = slots.get(step.dst)
             if dst is None:
-                if cached is not None:
+                fresh = fresh_primary and step.dst == recipe.primary_out
+                if cached is not None and not fresh and step.dst in cached:
                     dst = cached[step.dst]
                 else:
                     dtype = slots[recipe.primary_dtype_from].dtype if step.dst == recipe.primary_out else "float32"
@@ -1033,9 +1041,12 @@ class TLContext:
                               f"{step.dst!r}, which is {dst.shape}; check the operand shapes")
             ops.append(OpSpec(step.kind, "kernel", {slot: _operand(slots[s]) for slot, s in srcs.items()}, extra,
                               _operand(dst)))
-        if not scope_depth and cached is None:
-            self._recipe_slots[(recipe.name, tuple((slots[n].shape, slots[n].dtype) for n in recipe.operands))] = {
-                name: slots[name] for name in internal}
+        if not scope_depth:  # kernel-level slots are reused by later calls with the same shapes
+            entry = self._recipe_slots.setdefault(
+                (recipe.name, tuple((slots[n].shape, slots[n].dtype) for n in recipe.operands)), {})
+            for name in internal:
+                if name not in entry and not (fresh_primary and name == recipe.primary_out):
+                    entry[name] = slots[name]
         for name, mode in recipe.operands.items():
             if mode == "RW" and all(h is not slots[name] for h in rw):
                 rw.append(slots[name])
@@ -1097,16 +1108,19 @@ class TLContext:
         self._own(x)
         self._await(x)
         if self._composites:
-            self._sync(x.addr, x.addr + x.span, write=False)
+            addr = self._phys(x)[0] if x.space == "hbm" else x.addr  # composites record physical ranges
+            self._sync(addr, addr + x.span, write=False)
         return x
 
     def _block(self, ev) -> None:
         if not ev.processed:
-            self.waiting = "an asynchronous load or composite"
+            self.waiting = "an asynchronous load, receive or composite"
             self.glet.parent.switch(ev)
             self.waiting = None
         if ev in self._pending:
             self._pending.remove(ev)
+        if isinstance(ev.value, Exception):
+            raise TLError(f"kernel {self.kernel!r} on PE {self.pe}: {ev.value}")
 
     @property
     def pending_events(self) -> list:

@@ -21,6 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kernbench.topology.errors import KernbenchError
+
+
+class RecipeError(KernbenchError, ValueError):
+    """A recipe could not be registered (its name is taken)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Step:
@@ -76,7 +82,7 @@ RECIPES: dict[str, Recipe] = {SOFTMAX_MERGE.name: SOFTMAX_MERGE}
 
 
 def register(recipe: Recipe) -> None:
-    """Add ``recipe`` to :data:`RECIPES`; raises ValueError if its name is taken."""
+    """Add ``recipe`` to :data:`RECIPES`; raises :class:`RecipeError` if its name is taken."""
     if recipe.name in RECIPES:
-        raise ValueError(f"recipe {recipe.name!r} is already registered")
+        raise RecipeError(f"recipe {recipe.name!r} is already registered; pick another name")
     RECIPES[recipe.name] = recipe

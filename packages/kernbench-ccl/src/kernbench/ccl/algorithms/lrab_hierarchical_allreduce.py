@@ -125,7 +125,8 @@ def lrab_hierarchical_allreduce(tl, t, n_elem: int, cube_w: int, cube_h: int, n_
                                 sip_topo_kind: int, sip_topo_w: int, sip_topo_h: int) -> None:
     """All-reduce (sum) of this PE's shard ``t`` of ``n_elem`` values with every other shard of every rank."""
     if sip_topo_kind not in TOPO_NAME_TO_KIND.values():
-        raise ValueError(f"unsupported SIP topology kind {sip_topo_kind}; known: {TOPO_NAME_TO_KIND}")
+        raise ValueError(f"unsupported SIP topology kind {sip_topo_kind}; pass one of {TOPO_NAME_TO_KIND} "
+                         f"(the backend maps system.sips.topology through TOPO_NAME_TO_KIND)")
     cube = tl.program_id(axis=1)
     cx, cy = cube % cube_w, cube // cube_w
     rx, ry = (cube_w - 1) // 2, (cube_h - 1) // 2

@@ -115,6 +115,10 @@ class PeCpu(Component):
         if pending:
             pending[0].callbacks.append(lambda e: self._kernel_returned(ctx, error))
             return
+        if error is None:  # an asynchronous command nobody waited for may have failed (e.g. a receive)
+            failed = next((e.value for e in ctx.pending_events if isinstance(e.value, Exception)), None)
+            if failed is not None:
+                error = f"{type(failed).__name__}: {failed}"
         self._report(ctx, error)
         if self.queued:
             self._schedule(self.queued.popleft())

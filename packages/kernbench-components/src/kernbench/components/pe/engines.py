@@ -102,7 +102,9 @@ class PeTcm(Component):
         start = max(t_head, self.read_free)
         self.read_free = start + nbytes / self.read_bw
         flit_ns = eng.flit_bytes / self.read_bw
-        ready = [(start + off / self.read_bw, flit_ns) for off in range(0, nbytes, eng.packet_bytes)]
+        # a packet's first flit is ready once its bytes have been read; later flits follow one flit time apart
+        ready = [(start + min(off + eng.flit_bytes, nbytes) / self.read_bw, flit_ns)
+                 for off in range(0, nbytes, eng.packet_bytes)]
         eng.read_reply(cmd, ready)
 
 

@@ -10,18 +10,22 @@ slice (the *buffer kind*, chosen at install).
 
 The IPCQ is control only; PE_DMA moves the bytes:
 
-* **send** — the sender's IPCQ takes a credit for the direction (a free
-  slot in the peer's ring; with none left the send waits: backpressure),
-  snapshots the source bytes, and hands a write of them into the peer's
-  slot to its PE_DMA on the ``comm`` virtual channel. The send completes for
-  the kernel once handed off; the message is *delivered* when its last byte
-  has landed in the slot's memory (so the inbound side pays the links and
-  the mesh hops to the slot's backing memory, and the memory itself).
-* **recv** — waits for the next message of the direction (in arrival
-  order), then consumes it: the receiver's PE_DMA copies the slot into the
-  destination TCM tensor (``comm`` channel, op ``memory/ipcq_copy``), the
-  slot is freed, and a credit travels back to the sender as a control
-  message. The diagnostic ``consume=False`` form skips the copy's time.
+* **send** — the sender's IPCQ takes a free slot of the peer's ring for the
+  direction (with none left the send waits: backpressure) and snapshots the
+  source into its transmit staging buffer: a TCM-to-TCM copy on the TCM's
+  read and write channels, after which the kernel may reuse the source and
+  the send completes. It then hands a write of the staged bytes into the
+  peer's slot to its PE_DMA on the ``comm`` virtual channel; the message is
+  *delivered* when its last byte has landed in the slot's memory (so the
+  inbound side pays the links and the mesh hops to the slot's backing
+  memory, and the memory itself).
+* **recv** — waits for the next message of the direction in send order
+  (messages carry a sequence number, so one that overtakes another on a
+  second DMA channel still waits its turn), then consumes it: the
+  receiver's PE_DMA copies the slot into the destination TCM tensor
+  (``comm`` channel, op ``memory/ipcq_copy``), the slot is freed, and a
+  credit naming that slot travels back to the sender as a control message.
+  The diagnostic ``consume=False`` form skips the copy's time.
 
 A message is therefore never faster than a raw DMA of the same bytes over
 the same path: it is that DMA plus the IPCQ's overheads and the copy out.
@@ -59,13 +63,15 @@ class IpcqLink:
 
 @dataclass(frozen=True, slots=True)
 class IpcqCredit:
-    """A freed slot returned to the sender of ``direction`` (the sender's direction)."""
+    """Slot ``slot`` of the peer's ring, freed and returned to the sender of ``direction`` (the sender's side)."""
 
     direction: str
+    slot: int
 
 
 @dataclass(slots=True)
 class _Message:
+    seq: int
     slot: int
     nbytes: int
     sender: str
@@ -79,7 +85,8 @@ def peer_name(peer: tuple[int, int, int]) -> str:
 class PeIpcq(Component):
     """The PE's collective endpoint: per-direction receive rings, send credits and the neighbour table."""
 
-    __slots__ = ("buffer_kind", "credits", "depth", "links", "rx", "slot_bytes", "tx_seq", "tx_waiting", "waiters")
+    __slots__ = ("arrived", "buffer_kind", "depth", "free_slots", "links", "rx", "rx_next", "slot_bytes", "tx_seq",
+                 "tx_waiting", "waiters")
 
     def __init__(self, engine, node) -> None:
         super().__init__(engine, node)
@@ -93,9 +100,11 @@ class PeIpcq(Component):
         """Replace the neighbour table (directions -> links) and reset every ring and credit."""
         self.links = dict(links)
         self.buffer_kind = buffer_kind
-        self.credits = dict.fromkeys(self.links, self.depth)
+        self.free_slots: dict[str, deque[int]] = {d: deque(range(self.depth)) for d in self.links}  # peer's ring
         self.tx_seq = dict.fromkeys(self.links, 0)
-        self.rx: dict[str, deque[_Message]] = {d: deque() for d in self.links}
+        self.rx: dict[str, deque[_Message]] = {d: deque() for d in self.links}  # deliverable, in send order
+        self.rx_next = dict.fromkeys(self.links, 0)  # sequence number the receive queue expects next
+        self.arrived: dict[str, dict[int, _Message]] = {d: {} for d in self.links}  # landed ahead of their turn
         self.waiters: dict[str, deque] = {d: deque() for d in self.links}
         self.tx_waiting: dict[str, deque] = {d: deque() for d in self.links}
 
@@ -115,7 +124,7 @@ class PeIpcq(Component):
         elif isinstance(payload, IpcqRecvCmd):
             self.engine.at(t0, self._recv, (payload, transfer.request))
         elif isinstance(payload, IpcqCredit):
-            self.engine.at(t0, self._credit, payload.direction)
+            self.engine.at(t0, self._credit, payload)
         else:
             super().on_control(payload, t, transfer)
 
@@ -125,19 +134,26 @@ class PeIpcq(Component):
         if d not in self.links:
             cmd.done.succeed(IpcqError(f"{self.id}: no neighbour installed in direction {d!r}"))
             return
-        if self.credits[d] == 0:
-            self.tx_waiting[d].append(item)
-            return
-        self.credits[d] -= 1
         peer = self._peer_ipcq(d)
         back = OPPOSITE[d]
-        slot = self.tx_seq[d] % self.depth
+        if back not in peer.links or peer_name(peer.links[back].peer) != nm.pe_of(self.id):
+            cmd.done.succeed(IpcqError(f"{self.id}: the neighbour table is not symmetric: {peer.id} has no "
+                                       f"{back!r} link back to this PE; install symmetric tables"))
+            return
+        if not self.free_slots[d]:
+            self.tx_waiting[d].append(item)
+            return
+        slot = self.free_slots[d].popleft()
+        seq = self.tx_seq[d]
         self.tx_seq[d] += 1
         dst = peer.slot_addr(back, slot)
         eng = self.engine
         mem = eng.memory
         snapshot = mem.read(cmd.src, cmd.nbytes) if mem is not None else None
+        # the snapshot: the source is copied into the transmit staging buffer through the TCM's two channels
+        tcm = eng.components[f"{nm.pe_of(self.id)}.pe_tcm"]
         t0 = eng.now
+        t_staged = max(tcm.read(t0, cmd.nbytes)[1], tcm.write(t0, cmd.nbytes)[1])
         landed = eng.env.event()
 
         def delivered(_ev) -> None:
@@ -145,22 +161,28 @@ class PeIpcq(Component):
                 mem.write(dst, snapshot)
             eng.oplog.record(t0, eng.now, self.id, "comm", "ipcq_send",
                              {"dir": d, "peer": peer.id, "nbytes": cmd.nbytes, "buffer": self.buffer_kind})
-            peer.arrive(back, _Message(slot, cmd.nbytes, self.id))
+            peer.arrive(back, _Message(seq, slot, cmd.nbytes, self.id))
             cmd.delivered.succeed(None)
 
         landed.callbacks.append(delivered)
         dma = f"{nm.pe_of(self.id)}.pe_dma"
         write = DmaWriteCmd(cmd.src, dst, cmd.nbytes, landed, copy_data=False, vc="comm")
-        eng.send_control(request, (self.id, dma), write, apply_source_overhead=False)
-        cmd.done.succeed(None)
+        eng.send_control(request, (self.id, dma), write, t_start=t_staged, apply_source_overhead=False)
+        eng.at(t_staged, lambda _: cmd.done.succeed(None))
 
     def arrive(self, direction: str, msg: _Message) -> None:
-        """A message's last byte landed in one of this PE's slots for ``direction``."""
-        waiting = self.waiters[direction]
-        if waiting:
-            self._consume(waiting.popleft(), msg)
-        else:
-            self.rx[direction].append(msg)
+        """A message's last byte landed in one of this PE's slots for ``direction``; it becomes receivable once
+        every earlier message of the direction has."""
+        ahead = self.arrived[direction]
+        ahead[msg.seq] = msg
+        while self.rx_next[direction] in ahead:
+            ready = ahead.pop(self.rx_next[direction])
+            self.rx_next[direction] += 1
+            waiting = self.waiters[direction]
+            if waiting:
+                self._consume(waiting.popleft(), ready)
+            else:
+                self.rx[direction].append(ready)
 
     def _recv(self, item: tuple) -> None:
         cmd, _ = item
@@ -177,9 +199,10 @@ class PeIpcq(Component):
     def _consume(self, item: tuple, msg: _Message) -> None:
         cmd, request = item
         d = cmd.direction
-        if msg.nbytes != cmd.nbytes:
+        if msg.nbytes != cmd.nbytes:  # the message stays first in line; the receive fails
+            self.rx[d].appendleft(msg)
             cmd.done.succeed(IpcqError(f"{self.id}: recv on {d!r} expected {cmd.nbytes} bytes but the message "
-                                       f"from {msg.sender} has {msg.nbytes}"))
+                                       f"from {msg.sender} has {msg.nbytes}; receive it with its own size"))
             return
         eng = self.engine
         src = self.slot_addr(d, msg.slot)
@@ -208,11 +231,11 @@ class PeIpcq(Component):
         eng = self.engine
         sender = nm.pe_of(msg.sender)
         path = eng.router.control_path(self.id, f"{sender}.pe_ipcq")
-        eng.send_control(request, path, IpcqCredit(OPPOSITE[direction]))
+        eng.send_control(request, path, IpcqCredit(OPPOSITE[direction], msg.slot))
 
-    def _credit(self, direction: str) -> None:
-        self.credits[direction] += 1
-        waiting = self.tx_waiting[direction]
+    def _credit(self, credit: IpcqCredit) -> None:
+        self.free_slots[credit.direction].append(credit.slot)
+        waiting = self.tx_waiting[credit.direction]
         if waiting:
             self._send(waiting.popleft())
 
