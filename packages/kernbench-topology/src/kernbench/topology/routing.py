@@ -146,7 +146,7 @@ class PathRouter:
     def __init__(self, graph: TopologyGraph) -> None:
         self._graph = graph
         self._adj: dict[str, dict[str, list[tuple[str, float]]]] = {}
-        self._cube_of: dict[str, tuple[int, int]] | None = None
+        self._cube_of: dict[str, tuple[int, int, int | None]] | None = None
         self._trees: dict[tuple[str, str], tuple[dict[str, float], dict[str, str]]] = {}
         self._paths: dict[tuple[str, str, str], tuple[tuple[str, ...], float]] = {}
 
@@ -185,14 +185,14 @@ class PathRouter:
                     adj.setdefault(e.src, []).append((e.dst, e.routing_weight_mm))
         return adj
 
-    def _cube_index(self) -> dict[str, tuple[int, int]]:
-        """Node id -> (sip, cube) for every node inside a cube (built once)."""
+    def _cube_index(self) -> dict[str, tuple[int, int, int | None]]:
+        """Node id -> (sip, cube, pe or None) for every node inside a cube (built once)."""
         if self._cube_of is None:
             out = {}
             for n in self._graph.nodes:
                 loc = nm.locate(n)
                 if loc.cube is not None:
-                    out[n] = (loc.sip, loc.cube)
+                    out[n] = (loc.sip, loc.cube, loc.pe)
             self._cube_of = out
         return self._cube_of
 
@@ -242,8 +242,14 @@ class PathRouter:
                 tree = self._trees[(adj, src)] = _dijkstra(self._adjacency(adj), src)
         else:
             cube_of = self._cube_index()
-            tree = _dijkstra(self._adjacency(adj), src, dst,
-                             lambda n: (c := cube_of.get(n)) is None or c in corridor)
+            # PE blocks are never relays for other PEs' traffic: only the two endpoints' PEs are searched
+            ends = {cube_of.get(src), cube_of.get(dst)}
+
+            def allowed(n: str) -> bool:
+                c = cube_of.get(n)
+                return c is None or ((c[0], c[1]) in corridor and (c[2] is None or c in ends))
+
+            tree = _dijkstra(self._adjacency(adj), src, dst, allowed)
         dist, prev = tree
         if dst not in dist:
             raise RoutingError(f"no path from {src} to {dst}")
