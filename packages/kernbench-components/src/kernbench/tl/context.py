@@ -33,9 +33,9 @@ from kernbench.components.pe.commands import (
     IpcqRecvCmd,
     IpcqSendCmd,
 )
-from kernbench.components.pe.composite_cmd import SCOPES, CompositeCmd, Operand, OpSpec, split
+from kernbench.components.pe.composite_cmd import SCOPES, CompositeCmd, Operand, OpSpec, overlaps, split
 from kernbench.components.pe.ipcq import DIRECTIONS
-from kernbench.components.pe.math_kinds import EPILOGUE, HEADS, STANDALONE, standalone_shape
+from kernbench.components.pe.math_kinds import EPILOGUE, HEADS, STANDALONE, UNARY, standalone_shape
 from kernbench.tl.recipes import RECIPES
 from kernbench.topology.address import PhysAddr, decode
 from kernbench.topology.errors import KernbenchError
@@ -194,13 +194,9 @@ def _operand(h: TensorHandle) -> Operand:
     return Operand(h.addr, h.shape, h.dtype, h.space, h.pitch)
 
 
-def _overlaps(start: int, end: int, ranges: tuple) -> bool:
-    return any(s < end and start < e for s, e in ranges)
-
-
 _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "abs": np.abs, "cos": np.cos, "sin": np.sin,
-    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    **{name: UNARY[name] for name in ("exp", "sqrt", "abs", "sigmoid")},  # the math engine's own kinds
+    "log": np.log, "cos": np.cos, "sin": np.sin,
 }
 _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
@@ -326,7 +322,7 @@ class TLContext:
             self._loads = [(off, ev) for off, ev in self._loads if off < start]
             lo, hi = self._scratch_base + start, self._scratch_base + self._scratch_bytes
             for ev, reads, writes in list(self._composites):
-                if _overlaps(lo, hi, reads) or _overlaps(lo, hi, writes):
+                if overlaps(lo, hi, reads) or overlaps(lo, hi, writes):
                     self._block(ev)
             self._scopes.pop()
             self._dead_scopes.add(sid)
@@ -382,7 +378,7 @@ class TLContext:
             ev, reads, writes = entry
             if ev.processed:
                 self._composites.remove(entry)
-            elif _overlaps(start, end, writes) or (write and _overlaps(start, end, reads)):
+            elif overlaps(start, end, writes) or (write and overlaps(start, end, reads)):
                 self._block(ev)
                 self._composites.remove(entry)
 
@@ -539,25 +535,28 @@ class TLContext:
         self._dtype(dtype)
         return self._new((shape,) if isinstance(shape, int) else shape, dtype)
 
+    def _recv_cmd(self, op: str, direction: str, shape, dtype: str, out: TensorHandle | None,
+                  consume: bool = True) -> tuple[TensorHandle, IpcqRecvCmd]:
+        """Check a receive and build its command: the target tensor (new scratch or ``out``) and the message."""
+        self._direction(op, direction)
+        h = self._recv_target(op, shape, dtype, out)
+        self._slot_check(op, h.nbytes)
+        return h, IpcqRecvCmd(direction, h.addr, h.nbytes, self._event(), consume)
+
     def recv(self, direction: str, shape=None, dtype: str = "float16", *, out: TensorHandle | None = None
              ) -> TensorHandle:
         """Wait for the next message from ``direction`` and copy it into a new TCM tensor of ``shape``/``dtype``
         (or into ``out``); returns the tensor. The message must have exactly the tensor's size."""
-        self._direction("recv", direction)
-        h = self._recv_target("recv", shape, dtype, out)
-        self._slot_check("recv", h.nbytes)
+        h, cmd = self._recv_cmd("recv", direction, shape, dtype, out)
         self.waiting = f"tl.recv({direction!r})"
-        self._issue(IpcqRecvCmd(direction, h.addr, h.nbytes, self._event()))
+        self._issue(cmd)
         return h
 
     def recv_async(self, direction: str, shape=None, dtype: str = "float16", *, out: TensorHandle | None = None
                    ) -> TensorHandle:
         """Like :meth:`recv` but returns at once: the tensor is a future that its first reader (or
         ``tl.wait``) waits for."""
-        self._direction("recv_async", direction)
-        h = self._recv_target("recv_async", shape, dtype, out)
-        self._slot_check("recv_async", h.nbytes)
-        cmd = IpcqRecvCmd(direction, h.addr, h.nbytes, self._event())
+        h, cmd = self._recv_cmd("recv_async", direction, shape, dtype, out)
         if self._recorded is not None:
             self._recorded.append(cmd)
             return h
@@ -570,11 +569,9 @@ class TLContext:
     def recv_no_consume(self, direction: str, shape=None, dtype: str = "float16") -> TensorHandle:
         """DIAGNOSTIC ONLY: :meth:`recv` without the time of copying the message out of its slot (the data
         still arrives). For comparing the arrival alone against a plain DMA; kernels must use :meth:`recv`."""
-        self._direction("recv_no_consume", direction)
-        h = self._recv_target("recv_no_consume", shape, dtype, None)
-        self._slot_check("recv_no_consume", h.nbytes)
+        h, cmd = self._recv_cmd("recv_no_consume", direction, shape, dtype, None, consume=False)
         self.waiting = f"tl.recv_no_consume({direction!r})"
-        self._issue(IpcqRecvCmd(direction, h.addr, h.nbytes, self._event(), consume=False))
+        self._issue(cmd)
         return h
 
     # ------------------------------------------------------------------ compute

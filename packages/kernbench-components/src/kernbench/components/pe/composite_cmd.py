@@ -136,6 +136,11 @@ class CompositeCmd:
         return tuple(reads), tuple(writes)
 
 
+def overlaps(start: int, end: int, ranges) -> bool:
+    """Whether the byte range ``[start, end)`` intersects any ``(start, end)`` range of ``ranges``."""
+    return any(s < end and start < e for s, e in ranges)
+
+
 @dataclass(frozen=True, slots=True)
 class Pipeline:
     """A composite split into phases by the scheduler: what runs before, in and after its tile loop.

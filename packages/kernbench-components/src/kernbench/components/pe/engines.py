@@ -27,7 +27,7 @@ from kernbench.components.pe.commands import (
     IpcqSendCmd,
 )
 from kernbench.components.pe.composite import CompositeRun
-from kernbench.components.pe.composite_cmd import CompositeCmd, split
+from kernbench.components.pe.composite_cmd import CompositeCmd, overlaps, split
 from kernbench.sim.component import Component
 from kernbench.sim.fabric import Packet
 from kernbench.topology import naming as nm
@@ -264,4 +264,4 @@ class PeScheduler(Component):
 
 def _overlap(a: tuple, b: tuple) -> bool:
     """Whether two sets of (start, end) byte ranges intersect."""
-    return any(s1 < e2 and s2 < e1 for s1, e1 in a for s2, e2 in b)
+    return any(overlaps(s, e, b) for s, e in a)
