@@ -5,6 +5,7 @@
     nox -s lint         ruff
     nox -s demo         the main job on the default topology
     nox -s docs         the Sphinx site, warnings as errors
+    nox -s golden       golden op-log digests of every bench (-- --update rewrites them)
     nox -s benchmarks   simulator-speed benchmarks (not part of pass/fail)
 """
 
@@ -72,6 +73,14 @@ def demo(session: nox.Session) -> None:
     session.run("kernbench", "probe", "--topology", "topologies/topology.yaml", "--strict")
     session.run("kernbench", "run", "--topology", "topologies/topology.yaml", "--bench", "matmul-composite",
                 "--trace", "out/matmul-composite.trace.json")
+
+
+@nox.session
+def golden(session: nox.Session) -> None:
+    """Compare every bench's golden op-log digests (tests/golden/); `-- --update` rewrites them. A digest that
+    moves needs a commit message naming the model change that moved it."""
+    session.install(*[f"./packages/{n}" for n in PACKAGES])
+    session.run("python", "tests/golden/oplog_digest.py", *session.posargs)
 
 
 @nox.session

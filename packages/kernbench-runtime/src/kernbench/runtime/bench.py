@@ -136,6 +136,7 @@ class BenchResult:
     events: int = 0
     metrics: dict = field(default_factory=dict)
     records: list = field(default_factory=list, repr=False)
+    engine: object = field(default=None, repr=False, compare=False)  # the run's GraphEngine, for inspection
 
     def to_json(self) -> dict:
         """The documented JSON object."""
@@ -176,6 +177,7 @@ def run_bench(info: BenchInfo, graph: TopologyGraph, device: int = 0, *, data: b
         error = exc
     result = summarize(info.name, device, list(torch.oplog.records))
     result.events = torch.engine.events
+    result.engine = torch.engine
     result.metrics = dict(torch.metrics)
     if error is not None:
         result.ok, result.error_code, result.error = False, type(error).__name__, str(error)

@@ -61,6 +61,10 @@ class MemoryStore:
         """Copy ``nbytes`` from ``src`` to ``dst`` (overlap-safe)."""
         self.write(dst, self.read(src, nbytes))
 
+    def pages(self) -> list[tuple[int, bytes]]:
+        """Every allocated page as ``(base address, its bytes)``, in address order (for digests and dumps)."""
+        return [(page << PAGE_BITS, self._pages[page].tobytes()) for page in sorted(self._pages)]
+
     @property
     def bytes_touched(self) -> int:
         """Bytes of pages allocated so far."""

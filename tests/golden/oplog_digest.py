@@ -1,0 +1,227 @@
+"""Golden digests of every bench run: the regression net under every model or structure change.
+
+Each *case* is one bench, with fixed parameters, on one topology, in timing or
+data mode. Running a case hashes everything the simulator produced:
+
+- ``oplog``: every op record (times as ``float.hex``, component, kind, name, parameters);
+- ``events`` and ``clock``: SimPy events processed and the final simulated time;
+- ``links``: per-wire counters of every wire that carried traffic;
+- ``memory``: in data mode, every byte of device memory the run touched;
+- ``summary``: the ``kernbench run --json`` object, metrics included.
+
+The committed digests live beside this file in ``digests.json``. Usage::
+
+    python tests/golden/oplog_digest.py            # compare, exit 1 on any difference
+    python tests/golden/oplog_digest.py --update   # rewrite digests.json (name the model change in the commit)
+    nox -s golden [-- --update]                    # the same, in a fresh environment
+
+A digest that moves must come with a commit message (or ADR line) naming the
+model change that moved it; a pure refactor moves none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import multiprocessing
+import os
+import struct
+import sys
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DIGESTS = Path(__file__).with_name("digests.json")
+SCHEMA = 1
+DEFAULT = "topologies/topology.yaml"
+SIX_SIP = "topologies/6sip_2x3_torus_2d.yaml"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One golden run: a bench with fixed parameters on a topology, with or without data."""
+
+    topology: str
+    bench: str
+    data: bool
+    params: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def id(self) -> str:
+        """A stable, readable key: ``topology/bench[params]/mode``."""
+        knobs = ",".join(f"{k}={v}" for k, v in self.params)
+        return f"{Path(self.topology).stem}/{self.bench}{f'[{knobs}]' if knobs else ''}/" \
+               f"{'data' if self.data else 'timing'}"
+
+
+#: Parameter variants beyond each bench's defaults (environment variables of the bench module).
+VARIANTS: dict[str, list[dict[str, str]]] = {
+    "matmul-composite": [{"MATMUL_VARIANT": "load_ref"}, {"MATMUL_VARIANT": "load_load"}],
+    "gqa-decode-single-pe": [{"GQA_VARIANT": "opt1"}, {"GQA_VARIANT": "opt2"}],
+    "ccl-allreduce": [{"CCL_BUFFER": "sram", "CCL_BYTES": "4096"}, {"CCL_BUFFER": "hbm", "CCL_BYTES": "4096"}],
+}
+
+
+def cases(bench_names: Iterable[str]) -> list[Case]:
+    """Every bench at its defaults and its variants, on the default and the 6-SIP torus, in both modes."""
+    out = []
+    for topology in (DEFAULT, SIX_SIP):
+        for name in sorted(bench_names):
+            for params in [{}, *VARIANTS.get(name, [])]:
+                for data in (False, True):
+                    out.append(Case(topology, name, data, tuple(sorted(params.items()))))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- canonical form
+def _canon(value) -> object:
+    """A JSON-able, exact form: floats as hex (a 1-ulp change shows), containers recursively, keys sorted."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return float(value).hex()
+    if isinstance(value, dict):
+        return {str(k): _canon(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_canon(v) for v in value]
+    if hasattr(value, "item"):  # numpy scalar
+        return _canon(value.item())
+    raise TypeError(f"no canonical form for {type(value).__name__}: {value!r}")
+
+
+def _sha(rows: Iterable[object]) -> str:
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(json.dumps(row, separators=(",", ":"), sort_keys=True).encode())
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def digest_records(records) -> str:
+    """SHA-256 over every op record in log order (times exact)."""
+    return _sha([float(r.t_start).hex(), float(r.t_end).hex(), r.component_id, r.op_kind, r.op_name,
+                 _canon(r.params)] for r in records)
+
+
+def digest_links(stats) -> str:
+    """SHA-256 over the per-wire counters."""
+    return _sha([s.src, s.dst, s.kind, s.bytes, float(s.busy_ns).hex(), s.packets, s.messages,
+                 float(s.max_wait_ns).hex()] for s in stats)
+
+
+def digest_memory(memory) -> str | None:
+    """SHA-256 over every touched page of device memory (None in timing mode)."""
+    if memory is None:
+        return None
+    h = hashlib.sha256()
+    for base, raw in memory.pages():
+        h.update(struct.pack("<Q", base))
+        h.update(raw)
+    return h.hexdigest()
+
+
+def run_case(case: Case) -> dict:
+    """Run one case in this process and return its digests."""
+    from kernbench.runtime.bench import discover, run_bench
+    from kernbench.topology import load_topology
+
+    saved = {k: os.environ.get(k) for k, _ in case.params}
+    os.environ.update(dict(case.params))
+    try:
+        graph = load_topology(ROOT / case.topology)
+        result = run_bench(discover().resolve(case.bench), graph, 0, data=case.data)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    engine = result.engine
+    return {
+        "ok": result.ok,
+        "latency_ns": result.latency_ns,
+        "records": len(result.records),
+        "oplog": digest_records(result.records),
+        "events": engine.events,
+        "clock": float(engine.now).hex(),
+        "links": digest_links(engine.link_stats()),
+        "memory": digest_memory(engine.memory),
+        "summary": _sha([_canon(result.to_json())]),
+    }
+
+
+def compute(selected: list[Case], jobs: int) -> dict[str, dict]:
+    """Digests of ``selected`` cases, in a process pool of ``jobs`` workers (1 = in this process)."""
+    if jobs <= 1:
+        return {c.id: run_case(c) for c in selected}
+    # fork: workers inherit this module even when it was loaded from a path (the test imports it so)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        return {c.id: d for c, d in zip(selected, pool.map(run_case, selected), strict=True)}
+
+
+def registered_benches() -> list[str]:
+    """Names of every bench ``kernbench list`` shows."""
+    from kernbench.runtime.bench import discover
+
+    return [b.name for b in discover().benches]
+
+
+def load() -> dict[str, dict]:
+    """The committed digests (empty when none are committed yet)."""
+    if not DIGESTS.exists():
+        return {}
+    doc = json.loads(DIGESTS.read_text())
+    if doc.get("schema") != SCHEMA:
+        raise SystemExit(f"{DIGESTS}: schema {doc.get('schema')!r}, this tool writes {SCHEMA}; run with --update")
+    return doc["cases"]
+
+
+def differences(want: dict[str, dict], got: dict[str, dict]) -> list[str]:
+    """One line per case that is missing, extra, or whose digests differ (naming the fields)."""
+    lines = []
+    for cid in sorted(set(want) | set(got)):
+        if cid not in got:
+            lines.append(f"{cid}: committed but no longer produced (bench or variant removed?)")
+        elif cid not in want:
+            lines.append(f"{cid}: new case with no committed digest (run with --update)")
+        else:
+            fields = [k for k in sorted(set(want[cid]) | set(got[cid])) if want[cid].get(k) != got[cid].get(k)]
+            if fields:
+                detail = ", ".join(f"{k}: {want[cid].get(k)!r} -> {got[cid].get(k)!r}" if k in
+                                   ("ok", "latency_ns", "records", "events", "clock") else k for k in fields)
+                lines.append(f"{cid}: {detail}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Compare (default) or rewrite the committed digests."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--update", action="store_true", help="rewrite digests.json from this tree")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: all cores)")
+    ap.add_argument("--case", default="", help="only cases whose id contains this text")
+    args = ap.parse_args(argv)
+    selected = [c for c in cases(registered_benches()) if args.case in c.id]
+    got = compute(selected, args.jobs)
+    if args.update:
+        kept = {} if not args.case else {k: v for k, v in load().items() if args.case not in k}
+        merged = dict(sorted({**kept, **got}.items()))
+        DIGESTS.write_text(json.dumps({"schema": SCHEMA, "cases": merged}, indent=1) + "\n")
+        print(f"wrote {len(got)} case digest(s) to {DIGESTS.relative_to(ROOT)}")
+        return 0
+    want = load()
+    if args.case:
+        want = {k: v for k, v in want.items() if args.case in k}
+    diff = differences(want, got)
+    for line in diff:
+        print(line)
+    print(f"{len(got)} case(s): {'all digests match' if not diff else f'{len(diff)} differ'}")
+    return 1 if diff else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
