@@ -7,7 +7,9 @@ data mode. Running a case hashes everything the simulator produced:
 - ``events`` and ``clock``: SimPy events processed and the final simulated time;
 - ``links``: per-wire counters of every wire that carried traffic;
 - ``memory``: in data mode, every byte of device memory the run touched;
-- ``summary``: the ``kernbench run --json`` object, metrics included.
+- ``summary``: the ``kernbench run --json`` object, metrics included;
+- ``commands``: every launched kernel re-run on every target PE in command-list mode
+  (``tl.record``), its PE commands in order, without their events and callables.
 
 The committed digests live beside this file in ``digests.json``. Usage::
 
@@ -22,6 +24,7 @@ model change that moved it; a pure refactor moves none.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import multiprocessing
@@ -125,17 +128,58 @@ def digest_memory(memory) -> str | None:
     return h.hexdigest()
 
 
+_RUNTIME_ONLY = ("done", "delivered", "compute")  # command fields that hold events and data-mode callables
+
+
+def _canon_command(value) -> object:
+    """A command (or a part of one) without its events and callables, exactly."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [type(value).__name__, {f.name: _canon_command(getattr(value, f.name))
+                                       for f in dataclasses.fields(value) if f.name not in _RUNTIME_ONLY}]
+    if isinstance(value, (list, tuple)):
+        return [_canon_command(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _canon_command(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    return _canon(value)
+
+
+def digest_commands(launches, spec) -> str:
+    """SHA-256 over the command lists ``tl.record`` gives for every target PE of every launch, in order."""
+    from kernbench.components.launch import program_grid
+    from kernbench.tl import record
+
+    rows = []
+    for msg in launches:
+        grid = program_grid(msg.targets)
+        for pe, args in msg.targets:
+            pid, nprog = grid[pe]
+            cmds = record(msg.fn, *args, spec=spec, kernel=msg.kernel, pe=pe, program_id=pid, num_programs=nprog)
+            rows.append([msg.kernel, list(pe), [_canon_command(c) for c in cmds]])
+    return _sha(rows)
+
+
 def run_case(case: Case) -> dict:
     """Run one case in this process and return its digests."""
     from kernbench.runtime.bench import discover, run_bench
+    from kernbench.sim.engine import GraphEngine
     from kernbench.topology import load_topology
+
+    launches = []
+    submit = GraphEngine.submit
+
+    def capture(engine, msg):
+        if type(msg).__name__ == "KernelLaunchMsg":
+            launches.append(msg)
+        return submit(engine, msg)
 
     saved = {k: os.environ.get(k) for k, _ in case.params}
     os.environ.update(dict(case.params))
+    GraphEngine.submit = capture
     try:
         graph = load_topology(ROOT / case.topology)
         result = run_bench(discover().resolve(case.bench), graph, 0, data=case.data)
     finally:
+        GraphEngine.submit = submit
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -152,6 +196,8 @@ def run_case(case: Case) -> dict:
         "links": digest_links(engine.link_stats()),
         "memory": digest_memory(engine.memory),
         "summary": _sha([_canon(result.to_json())]),
+        "launches": len(launches),
+        "commands": digest_commands(launches, graph.spec),
     }
 
 
@@ -181,6 +227,9 @@ def load() -> dict[str, dict]:
     return doc["cases"]
 
 
+_SHOWN = ("ok", "latency_ns", "records", "events", "clock", "launches")  # fields shown by value in a difference
+
+
 def differences(want: dict[str, dict], got: dict[str, dict]) -> list[str]:
     """One line per case that is missing, extra, or whose digests differ (naming the fields)."""
     lines = []
@@ -192,8 +241,8 @@ def differences(want: dict[str, dict], got: dict[str, dict]) -> list[str]:
         else:
             fields = [k for k in sorted(set(want[cid]) | set(got[cid])) if want[cid].get(k) != got[cid].get(k)]
             if fields:
-                detail = ", ".join(f"{k}: {want[cid].get(k)!r} -> {got[cid].get(k)!r}" if k in
-                                   ("ok", "latency_ns", "records", "events", "clock") else k for k in fields)
+                detail = ", ".join(f"{k}: {want[cid].get(k)!r} -> {got[cid].get(k)!r}" if k in _SHOWN else k
+                                   for k in fields)
                 lines.append(f"{cid}: {detail}")
     return lines
 
