@@ -36,6 +36,9 @@ def test_discovery_sorts_indexes_and_skips_helpers(tmp_path, monkeypatch):
     pkg = _package(tmp_path, monkeypatch, {"zeta": GOOD.format(name="zeta-bench"),
                                            "alpha": GOOD.format(name="alpha-bench"),
                                            "_helper": "X = 1\n"})
+    lib = tmp_path / pkg / "library"  # a sub-package is a library benches import, not a bench
+    lib.mkdir()
+    (lib / "__init__.py").write_text("def helper():\n    return 1\n")
     reg = discover(pkg)
     assert [b.name for b in reg.benches] == ["alpha-bench", "zeta-bench"]
     assert reg.resolve(1).name == "alpha-bench" and reg.resolve("2").name == "zeta-bench"

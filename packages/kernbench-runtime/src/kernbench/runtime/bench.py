@@ -4,7 +4,8 @@ A bench is a function ``run(torch)`` decorated with
 ``@bench(name="kebab-case", description="...")`` in a module of a bench
 package (by default ``kernbench.benches``). :func:`discover` imports every
 module of the package whose name does not start with ``_`` and audits that
-each registered at least one bench; benches are listed alphabetically with
+each registered at least one bench (sub-packages are libraries benches use,
+not benches, and are skipped); benches are listed alphabetically with
 1-based indices and resolved by name or index. Parameters come from
 environment variables that the module docstring lists.
 
@@ -82,14 +83,15 @@ class BenchRegistry:
 
 
 def discover(package: str = "kernbench.benches") -> BenchRegistry:
-    """Import every non-``_`` module of ``package`` and collect its benches (each module must have one)."""
+    """Import every non-``_`` module of ``package`` and collect its benches (each module must have one; sub-packages
+    are libraries and are skipped)."""
     try:
         pkg = importlib.import_module(package)
     except ImportError as exc:
         raise BenchError(f"bench package {package!r} cannot be imported: {exc}") from None
     found: list[BenchInfo] = []
     for mod_info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        if mod_info.name.startswith("_"):
+        if mod_info.name.startswith("_") or mod_info.ispkg:  # sub-packages are libraries (attention, studies)
             continue
         module = importlib.import_module(f"{package}.{mod_info.name}")
         marked = [(getattr(obj, _MARK), obj) for obj in vars(module).values()
