@@ -99,6 +99,9 @@ class RingPlan:
 def plan_ring(spec, problem: Problem, *, pes: int, cubes: int, tile: int, causal: bool, what: str) -> RingPlan:
     """Plan ring prefill for every user."""
     p = problem
+    if isinstance(cubes, int) and cubes > spec.cubes_per_sip:
+        raise AttentionConfigError(f"{what}: a ring of {cubes} cubes is wider than the SIP, which has "
+                                   f"{spec.cubes_per_sip} cubes; use at most {spec.cubes_per_sip} cubes per user")
     groups = cube_groups(spec, p.users, cubes, what=what)
     rows = p.hq * p.tq
     if rows < cubes * pes:
