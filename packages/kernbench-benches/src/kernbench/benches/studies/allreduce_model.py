@@ -53,13 +53,16 @@ ITEMSIZE = 2  # f16
 @dataclass(frozen=True)
 class AllReduceModel:
     """The model's prediction for one payload ``N``: ``total_ns``, its latency part ``alpha_ns = T(0)`` and
-    per-byte part ``beta_ns_per_byte = (T(N) − T(0)) / N``, and the step counts on the critical path."""
+    per-byte part ``beta_ns_per_byte = (T(N) − T(0)) / N``, the step counts on the critical path, and the time
+    its messages and its accumulates take (ns)."""
 
     total_ns: float
     alpha_ns: float
     beta_ns_per_byte: float
     messages: int
     accumulates: int
+    message_ns: float
+    accumulate_ns: float
 
 
 def exchange_steps(n: int, wrap: bool) -> list[int]:
@@ -155,15 +158,17 @@ def predict(graph: TopologyGraph, nbytes: int, kind: str) -> AllReduceModel:
     accs = k_row + k_col + inter_accs
     zero_bufs = 3 if world > 1 else 0
 
-    def total(n: int) -> float:
+    def parts(n: int) -> tuple[float, float, float]:
+        """(total, messages, accumulates) at ``n`` bytes."""
         mu = t.mu(n)
         prologue = 2 * t.c + max(t.load.alpha_ns + n / min(t.load.link_gbs, t.b_hbm), mu + n / t.b_w)
         epilogue = t.c + t.store.alpha_ns + n / min(t.store.link_gbs, t.b_hbm)
         messages = intra_msgs * (t.m_intra[0] + n * t.m_intra[1]) + inter_msgs * (t.m_inter[0] + n * t.m_inter[1])
-        accumulate = 2 * t.c + 3 * n / t.b_r + 2 * n / t.b_w + 2 * mu
+        accumulates = accs * (2 * t.c + 3 * n / t.b_r + 2 * n / t.b_w + 2 * mu)
         root = zero_bufs * (t.c + mu + n / t.b_w) + copies * (t.c + n / t.b_r + mu + n / t.b_w)
-        return prologue + messages + accs * accumulate + root + epilogue
+        return prologue + messages + accumulates + root + epilogue, messages, accumulates
 
-    alpha = total(0)
-    value = total(nbytes)
-    return AllReduceModel(value, alpha, (value - alpha) / nbytes, intra_msgs + inter_msgs, accs)
+    alpha = parts(0)[0]
+    value, messages, accumulates = parts(nbytes)
+    return AllReduceModel(value, alpha, (value - alpha) / nbytes, intra_msgs + inter_msgs, accs, messages,
+                          accumulates)
