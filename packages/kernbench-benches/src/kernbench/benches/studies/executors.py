@@ -55,9 +55,8 @@ def _address(scheduler: str) -> tuple[str, int]:
     return url.hostname, port
 
 
-def connect(scheduler: str):
-    """A ``distributed.Client`` of the scheduler at ``scheduler``, or :class:`SchedulerError` within about
-    ``2 × CONNECT_TIMEOUT_S`` seconds."""
+def check_scheduler(scheduler: str) -> None:
+    """:class:`SchedulerError` unless a TCP connection to ``scheduler`` opens within :data:`CONNECT_TIMEOUT_S`."""
     host, port = _address(scheduler)
     try:
         with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S):
@@ -66,6 +65,12 @@ def connect(scheduler: str):
         raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler} ({exc.strerror or exc}); start one "
                              f"with `dask scheduler` and `dask worker ADDRESS`, or drop --scheduler to use a "
                              f"local cluster") from None
+
+
+def connect(scheduler: str):
+    """A ``distributed.Client`` of the scheduler at ``scheduler``, or :class:`SchedulerError` within about
+    ``2 × CONNECT_TIMEOUT_S`` seconds."""
+    check_scheduler(scheduler)
     from distributed import Client
 
     try:

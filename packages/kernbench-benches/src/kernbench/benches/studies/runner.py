@@ -21,7 +21,7 @@ from pathlib import Path
 from kernbench.benches.studies import results as res
 from kernbench.benches.studies.base import Point, PointContext, Study, StudyError
 from kernbench.benches.studies.cache import KeyParts, ResultCache, key_parts, source_digest
-from kernbench.benches.studies.executors import EXECUTORS, run_tasks
+from kernbench.benches.studies.executors import EXECUTORS, check_scheduler, connect, run_tasks
 from kernbench.benches.studies.progress import Progress
 from kernbench.benches.studies.registry import get_study
 from kernbench.topology.errors import KernbenchError
@@ -178,6 +178,8 @@ def run(plans: list[StudyPlan], options: RunOptions) -> list[StudyRun]:
     options = options.checked()
     for p in plans:
         check_writable(p.out)
+    if options.scheduler:  # even when every point is cached: a bad address is an error, not a silent no-op
+        check_scheduler(options.scheduler)
     cache = ResultCache(options.cache_root)
     pending: dict[str, tuple[StudyPlan, PlannedPoint]] = {}
     for p in plans:
@@ -188,6 +190,8 @@ def run(plans: list[StudyPlan], options: RunOptions) -> list[StudyRun]:
     keys = sorted(pending, key=lambda k: -pending[k][0].study.cost(pending[k][1].point.params))
     tasks = [(execute_point, (pending[k][0].study.name, dict(pending[k][1].point.params),
                               str(options.topology_dir))) for k in keys]
+    if options.scheduler and not tasks:
+        connect(options.scheduler).close()  # nothing to run, but the address must still name a working scheduler
     done: dict[str, tuple[dict, float]] = {}
     t0 = time.perf_counter()
     bar = Progress(len(tasks), " + ".join(p.study.name for p in plans), options.progress)
