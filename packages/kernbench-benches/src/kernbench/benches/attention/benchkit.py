@@ -8,7 +8,7 @@ from kernbench.benches.attention.reference import attention_reference
 from kernbench.benches.attention.result import AttentionResult
 from kernbench.runtime.bench import BenchError
 
-#: Largest |kernel - numpy| a bench accepts: about one float16 ulp at 1.0 (the kernels compute in float32).
+#: Largest absolute difference from numpy a bench accepts: about one float16 ulp at 1.0 (kernels compute in float32).
 TOLERANCE = 1e-3
 
 
