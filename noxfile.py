@@ -7,9 +7,13 @@
     nox -s docs         the Sphinx site, warnings as errors
     nox -s golden       golden op-log digests of every bench (-- --update rewrites them)
     nox -s benchmarks   simulator-speed benchmarks (not part of pass/fail)
+    nox -s studies      the milestone studies (cached) into out/studies/ [-- kernbench study options]
+    nox -s report       studies + figures + generated LaTeX + latexmk -> out/report/build/kernbench-codesign-report.pdf
 """
 
 from __future__ import annotations
+
+import shutil
 
 import nox
 
@@ -29,11 +33,14 @@ PACKAGES = {
                   "kernbench-ccl", "kernbench-benches"],
 }
 TEST_DEPS = ["pytest>=8", "hypothesis>=6"]
+#: Optional extras installed with a package wherever its tests run (the studies' Dask executor).
+EXTRAS = {"kernbench-benches": "[dask]"}
+TEX_PACKAGES = "latexmk texlive-latex-recommended texlive-latex-extra texlive-science poppler-utils"
 
 
 def _install_tree(session: nox.Session, names: list[str]) -> None:
     session.install(*TEST_DEPS)
-    session.install(*[f"./packages/{n}" for n in names])
+    session.install(*[f"./packages/{n}{EXTRAS.get(n, '')}" for n in names])
 
 
 @nox.session
@@ -99,3 +106,23 @@ def benchmarks(session: nox.Session) -> None:
     session.run("python", "benchmarks/bench_kernels.py")
     session.run("python", "benchmarks/bench_attention.py")
     session.run("python", "benchmarks/bench_allreduce.py")
+
+
+@nox.session
+def studies(session: nox.Session) -> None:
+    """Run every milestone study (cached in the user cache directory) into out/studies/NAME/; extra arguments go to
+    `kernbench study all` (e.g. `-- --jobs 2 --dry-run`)."""
+    session.install(*[f"./packages/{n}{EXTRAS.get(n, '')}" for n in PACKAGES])
+    session.run("kernbench", "study", "all", *session.posargs)
+
+
+@nox.session
+def report(session: nox.Session) -> None:
+    """The codesign report: the studies (cached), their figures, the generated LaTeX, then latexmk into
+    out/report/build/kernbench-codesign-report.pdf. Needs TeX from Debian packages (.ci/run installs them)."""
+    if shutil.which("latexmk") is None or shutil.which("pdflatex") is None:
+        session.error(f"latexmk/pdflatex not found; install TeX first: apt-get update && apt-get install -y "
+                      f"{TEX_PACKAGES}")
+    session.install(*[f"./packages/{n}{EXTRAS.get(n, '')}" for n in PACKAGES])
+    session.run("kernbench", "study", "all", *session.posargs)
+    session.run("kernbench", "report")
