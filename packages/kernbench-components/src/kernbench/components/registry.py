@@ -11,6 +11,7 @@ from kernbench.components.pe.engines import PeFetchStore, PeGemm, PeMath, PeSche
 from kernbench.components.pe.ipcq import PeIpcq
 from kernbench.components.pe.mmu import PeMmu
 from kernbench.sim.component import ComponentRegistry
+from kernbench.tl.context import TLContext
 
 BUILTIN = (
     ("forwarding", Forwarding),
@@ -20,7 +21,7 @@ BUILTIN = (
     ("hbm_ctrl", HbmCtrl),
     ("sram", Sram),
     ("m_cpu", MCpu),
-    ("pe_cpu", PeCpu),
+    ("pe_cpu", PeCpu.with_language(TLContext.for_pe)),
     ("pe_scheduler", PeScheduler),
     ("pe_dma", KernelDma),
     ("pe_tcm", PeTcm),

@@ -137,3 +137,14 @@ def same_cube(a: str, b: str) -> bool:
 def pe_of(node_id: str) -> str:
     """The PE prefix of a PE-block id (``sip0.cube1.pe2.pe_dma`` -> ``sip0.cube1.pe2``)."""
     return node_id.rsplit(".", 1)[0]
+
+
+def sibling(block_id: str, block: str) -> str:
+    """Id of another block of the same PE (``sibling("sip0.cube1.pe2.pe_dma", "pe_tcm")`` ->
+    ``sip0.cube1.pe2.pe_tcm``)."""
+    return f"{pe_of(block_id)}.{block}"
+
+
+def unit_of(node_id: str) -> str:
+    """The last part of an id: the block or unit name (``sip0.cube1.pe2.pe_dma`` -> ``pe_dma``)."""
+    return node_id.rsplit(".", 1)[-1]

@@ -30,72 +30,16 @@ command (ADR 0013): framing, the op list and the read-write handle list.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
-import numpy as np
 import simpy
 
 from kernbench.components.pe.commands import ENUM, FRAMING, HANDLE, LENGTH, OPCODE, CommandError, extra_bytes
 from kernbench.components.pe.math_kinds import EPILOGUE, HEADS, STANDALONE
+from kernbench.components.pe.operand import Operand
 from kernbench.components.tiling import TilePlan, elementwise_plan, gemm_plan
 
 SCOPES = ("kernel", "k_tile", "output_tile")
-_ITEMSIZE = {"float16": 2, "float32": 4, "int32": 4, "bool": 1}
-
-
-@dataclass(frozen=True, slots=True)
-class Operand:
-    """A tensor a composite op names: encoded address, shape, dtype, memory space and row pitch.
-
-    ``space`` is ``"tcm"`` (the data is already in this PE's TCM: *pinned*)
-    or ``"hbm"`` (streamed by DMA). ``pitch`` is the byte distance between
-    rows of a 2-D block cut from a wider tensor (0: rows are contiguous).
-    """
-
-    addr: int
-    shape: tuple[int, ...]
-    dtype: str
-    space: str
-    pitch: int = 0
-
-    @property
-    def pinned(self) -> bool:
-        """True when the data is already in TCM and needs no DMA."""
-        return self.space == "tcm"
-
-    @property
-    def itemsize(self) -> int:
-        """Bytes per element."""
-        size = _ITEMSIZE.get(self.dtype)
-        return size if size is not None else np.dtype(self.dtype).itemsize
-
-    @property
-    def nbytes(self) -> int:
-        """Size of the tensor's data in bytes."""
-        return math.prod(self.shape) * self.itemsize
-
-    @property
-    def row_pitch(self) -> int:
-        """Bytes between the starts of consecutive rows of a 2-D operand."""
-        return self.pitch or self.shape[-1] * self.itemsize
-
-    @property
-    def span(self) -> int:
-        """Bytes from the first to the last byte the operand covers."""
-        if not self.pitch:
-            return self.nbytes
-        return (self.shape[0] - 1) * self.pitch + self.shape[1] * self.itemsize
-
-    def block_addr(self, r0: int, c0: int) -> int:
-        """Address of element (r0, c0) of the 2-D operand (a block DMA's start)."""
-        return self.addr + r0 * self.row_pitch + c0 * self.itemsize
-
-    def row_layout(self, cols: int) -> tuple[int, int]:
-        """(row bytes, row pitch) of a block ``cols`` wide; (0, 0) when the block is one contiguous range."""
-        if cols == self.shape[1] and not self.pitch:
-            return 0, 0
-        return cols * self.itemsize, self.row_pitch
 
 
 @dataclass(frozen=True, slots=True)
