@@ -17,8 +17,8 @@ import pytest
 from components_testkit import deploy, launch_on_pe0
 
 from kernbench.components import default_registry
+from kernbench.components.launch import KernelLaunchMsg
 from kernbench.sim import GraphEngine
-from kernbench.sim.messages import KernelLaunchMsg
 from kernbench.topology import compile_spec, spec_from_dict
 
 G = 2 * 32 * 64 * 32 / 8e3

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from kernbench.components import default_registry
+from kernbench.components.launch import KernelLaunchMsg
 from kernbench.components.pe.ipcq import IpcqLink
 from kernbench.sim import GraphEngine
 from kernbench.sim.errors import DeadlockError
-from kernbench.sim.messages import KernelLaunchMsg, PeDmaWriteMsg
+from kernbench.sim.messages import PeDmaWriteMsg
 from kernbench.topology import compile_spec, spec_from_dict
 from kernbench.topology.address import PhysAddr, decode
 

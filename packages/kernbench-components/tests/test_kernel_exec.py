@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from kernbench.components import KernelError, default_registry
+from kernbench.components.launch import KernelLaunchMsg
 from kernbench.sim import GraphEngine, MemoryWriteMsg
-from kernbench.sim.messages import KernelLaunchMsg
 from kernbench.tl import ScratchOverflowError, TensorArg, TLError
 from kernbench.topology import AddressResolver, compile_spec, spec_from_dict
 

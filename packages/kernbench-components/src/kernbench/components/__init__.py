@@ -23,6 +23,8 @@ _EXPORTS = {
     "PeDma": "kernbench.components.endpoints",
     "Requester": "kernbench.components.endpoints",
     "KernelError": "kernbench.components.launch",
+    "KernelLaunchMsg": "kernbench.components.launch",
+    "MmuMapMsg": "kernbench.components.pe.mmu",
     "LaunchResult": "kernbench.components.launch",
 }
 

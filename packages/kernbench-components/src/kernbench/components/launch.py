@@ -17,15 +17,40 @@ host, which reports the first failing PE in (sip, cube, pe) order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kernbench.sim.messages import SipLaunch
+from kernbench.sim.errors import MessageError
+from kernbench.sim.messages import MessageKind
 from kernbench.topology import naming as nm
 from kernbench.topology.errors import KernbenchError
 
 
 class KernelError(KernbenchError):
     """A kernel raised while running on a PE; names the kernel, the PE and the kernel's message."""
+
+
+@dataclass(frozen=True, slots=True)
+class KernelLaunchMsg:
+    """Launch kernel ``fn`` (named ``kernel``) on every target PE.
+
+    ``targets`` lists ``((sip, cube, pe), args)``: each PE gets its own
+    argument tuple (its local tensor shards). The host submits one message;
+    IO_CPUs, M_CPUs and PE_CPUs fan it out over control paths.
+    """
+
+    kernel: str
+    fn: Callable = field(repr=False, compare=False)
+    targets: tuple[tuple[tuple[int, int, int], tuple], ...] = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SipLaunch:
+    """The part of a :class:`KernelLaunchMsg` the host sends to one SIP's IO_CPU."""
+
+    msg: KernelLaunchMsg
+    sip: int
+    targets: tuple[tuple[tuple[int, int, int], tuple], ...] = field(repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,3 +256,36 @@ def _collect(pending: dict, key: int, reports) -> bool:
     entry[1].extend(reports)
     entry[0] -= 1
     return entry[0] == 0
+
+
+def _start_launch(engine, req) -> None:
+    """Check the targets, then send one :class:`SipLaunch` per SIP from the host to that SIP's IO_CPU."""
+    msg: KernelLaunchMsg = req.msg
+    if not msg.targets:
+        raise MessageError(f"kernel launch {msg.kernel!r} has no target PEs")
+    pes = [t[0] for t in msg.targets]
+    if len(set(pes)) != len(pes):
+        dup = sorted({p for p in pes if pes.count(p) > 1})[0]
+        raise MessageError(f"kernel launch {msg.kernel!r} targets PE sip{dup[0]}.cube{dup[1]}.pe{dup[2]} twice")
+    by_sip: dict[int, list] = {}
+    for (sip, cube, pe), args in msg.targets:
+        engine.resolver.find_pe_block(sip, cube, pe, "pe_cpu")
+        by_sip.setdefault(sip, []).append(((sip, cube, pe), args))
+    paths = {sip: engine.router.control_path(nm.HOST, engine.resolver.find_io_cpu(sip)) for sip in sorted(by_sip)}
+    for path in paths.values():
+        engine.route(path)  # every node on the way must have a component before anything is sent
+    req.source = nm.HOST
+    req.op_name = "kernel_launch"
+    req.pending = len(paths)
+    for sip, path in paths.items():
+        engine.send_control(req, path, SipLaunch(msg, sip, tuple(sorted(by_sip[sip], key=lambda t: t[0]))))
+
+
+def _complete_launch(engine, req) -> None:
+    engine.oplog.record(req.t_submit, req.t_end, req.source, "control", "kernel_launch",
+                        {"corr_id": req.corr_id, "kernel": req.msg.kernel, "pes": len(req.msg.targets),
+                         "ok": req.error is None})
+
+
+#: How the engine starts and completes a kernel launch.
+LAUNCH_KIND = MessageKind(KernelLaunchMsg, _start_launch, _complete_launch)
