@@ -249,7 +249,7 @@ def test_math_head_composite_matches_numpy(graph, head, staged):
     got = eng.memory.read_array(args[1].addr.encode(), (70, 150), "float16").astype(np.float32)
     np.testing.assert_allclose(got, ref, rtol=3e-3, atol=3e-3)
     tiles = math.ceil(70 / 32) * math.ceil(150 / 64)
-    heads = [r for r in eng.oplog.records if r.op_name == "MATH" and r.params["op"] == head]
+    heads = [r for r in eng.oplog.records if r.op_name == "math" and r.params["op"] == head]
     assert len(heads) == tiles
     reads = [r for r in eng.oplog.records if r.op_name == "dma_read"]
     assert len(reads) == (2 if staged else tiles + 1)  # x (once or per tile) and the bias vector

@@ -298,7 +298,7 @@ def test_composites_sharing_a_read_write_handle_run_in_order_without_interleavin
     _ok(launch_on_pe0(eng, kernel, []))
     first, second = _composites(eng)
     assert second.t_start >= first.t_end
-    gemms = [r for r in eng.oplog.records if r.op_name == "GEMM"]
+    gemms = [r for r in eng.oplog.records if r.op_name == "gemm"]
     n = len(gemms) // 2
     assert max(r.t_end for r in gemms[:n]) <= min(r.t_start for r in gemms[n:])
 
@@ -340,7 +340,7 @@ def test_prologue_runs_before_the_loop_streams_anything(graph):
     eng, args = deploy(graph, [v])
     _ok(launch_on_pe0(eng, lambda tl, v_: (_merge_kernel(tl, v_), tl.wait()), args))
     recs = eng.oplog.records
-    copy = next(r for r in recs if r.op_name == "MATH" and r.params.get("op") == "copy")
+    copy = next(r for r in recs if r.op_name == "math" and r.params.get("op") == "copy")
     reads = [r for r in recs if r.op_name == "dma_read"]
     assert reads and min(r.t_start for r in reads) >= copy.t_end
 

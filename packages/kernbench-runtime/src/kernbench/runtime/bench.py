@@ -105,10 +105,10 @@ def discover(package: str = "kernbench.benches") -> BenchRegistry:
 
 STAGE_OPS = {
     "DMA_READ": ("pe_dma", ("dma_read",)),
-    "FETCH": ("pe_fetch_store", ("fetch", "FETCH")),
+    "FETCH": ("pe_fetch_store", ("fetch",)),
     "GEMM": ("pe_gemm", None),
     "MATH": ("pe_math", None),
-    "STORE": ("pe_fetch_store", ("store", "STORE")),
+    "STORE": ("pe_fetch_store", ("store",)),
     "DMA_WRITE": ("pe_dma", ("dma_write",)),
 }
 ENGINES = ("pe_dma", "pe_fetch_store", "pe_gemm", "pe_math", "pe_cpu")

@@ -28,6 +28,8 @@ from kernbench.components.pe.commands import (
 )
 from kernbench.components.pe.composite import CompositeRun
 from kernbench.components.pe.composite_cmd import CompositeCmd, overlaps, split
+from kernbench.components.pe.stages import Stages
+from kernbench.components.tiling import gemm_tile_ns
 from kernbench.sim.component import Component
 from kernbench.sim.fabric import Packet
 from kernbench.topology import naming as nm
@@ -148,7 +150,7 @@ class PeGemm(Server):
     def __init__(self, engine, node) -> None:
         super().__init__(engine, node)
         g = engine.spec.pe.gemm
-        self.tile_ns = 2 * g.tile_m * g.tile_n * g.tile_k / (g.peak_tflops * 1e3)
+        self.tile_ns = gemm_tile_ns(g.peak_tflops, (g.tile_m, g.tile_n, g.tile_k))
 
 
 class PeMath(Server):
@@ -161,6 +163,10 @@ class PeMath(Server):
         self.lanes = engine.spec.pe.math_lanes
         self.ns_per_step = 1.0 / engine.spec.pe.clock_ghz
 
+    def service_ns(self, elements: int) -> float:
+        """Time to process ``elements``: ceil(elements / lanes) clock cycles, ns."""
+        return math.ceil(elements / self.lanes) * self.ns_per_step
+
 
 class PeScheduler(Component):
     """The PE's sole dispatcher: DMA commands to PE_DMA, compute commands through FETCH -> engine -> STORE.
@@ -172,7 +178,7 @@ class PeScheduler(Component):
     byte ranges of the commands' operands, outputs and read-write handles.
     """
 
-    __slots__ = ("admit_queue", "blocks", "inflight", "tile")
+    __slots__ = ("_stages", "admit_queue", "blocks", "inflight", "tile")
 
     def __init__(self, engine, node) -> None:
         super().__init__(engine, node)
@@ -181,12 +187,20 @@ class PeScheduler(Component):
         self.tile = (g.tile_m, g.tile_n, g.tile_k)
         self.admit_queue: deque = deque()  # (run, reads, writes) waiting for admission
         self.inflight: list = []  # (run, reads, writes) admitted and not finished
+        self._stages: Stages | None = None
+
+    @property
+    def stages(self) -> Stages:
+        """This PE's FETCH -> engine -> STORE path (built on first use)."""
+        if self._stages is None:
+            self._stages = Stages(self)
+        return self._stages
 
     def block(self, name: str) -> Component:
         """A sibling block of this PE (``pe_dma``, ``pe_tcm``, ...), looked up once."""
         comp = self.blocks.get(name)
         if comp is None:
-            comp = self.blocks[name] = self.engine.components[f"{nm.pe_of(self.id)}.{name}"]
+            comp = self.blocks[name] = self.engine.components[nm.sibling(self.id, name)]
         return comp
 
     def on_control(self, cmd: object, t: float, transfer) -> None:
@@ -237,23 +251,11 @@ class PeScheduler(Component):
         return f"{len(self.admit_queue)} composite(s) waiting for earlier composites that touch the same tensors"
 
     def _compute(self, cmd: ComputeCmd, t0: float) -> None:
-        tcm: PeTcm = self.block("pe_tcm")
-        fs: PeFetchStore = self.block("pe_fetch_store")
-        f0, t_fetch = fs.fetch(tcm, t0, cmd.fetch_bytes)
-        if cmd.engine == "gemm":
-            unit: Server = self.block("pe_gemm")
-            service = cmd.work * unit.tile_ns
-        else:
-            unit = self.block("pe_math")
-            service = math.ceil(cmd.work / unit.lanes) * unit.ns_per_step
-        s_run, t_run = unit.reserve(t_fetch, service)
-        s0, t_end = fs.store(tcm, t_run, cmd.store_bytes)
-        log = self.engine.oplog
-        if cmd.fetch_bytes:
-            log.record(f0, t_fetch, fs.id, "memory", "fetch", {"nbytes": cmd.fetch_bytes})
-        log.record(s_run, t_run, unit.id, cmd.engine, cmd.op, {"work": cmd.work, **cmd.params})
-        if cmd.store_bytes:
-            log.record(s0, t_end, fs.id, "memory", "store", {"nbytes": cmd.store_bytes})
+        stages = self.stages
+        t_fetch = stages.fetch(t0, cmd.fetch_bytes, {})
+        run = stages.gemm if cmd.engine == "gemm" else stages.math
+        _, t_run = run(t_fetch, cmd.work, cmd.op, {"work": cmd.work, **cmd.params})
+        t_end = stages.store(t_run, cmd.store_bytes, {})
         self.engine.at(t_end, self._finish, cmd)
 
     def _finish(self, cmd: ComputeCmd) -> None:
