@@ -40,7 +40,7 @@ from kernbench.tl.issue import Issuer, KernelHost, RecordingIssuer, SimIssuer
 from kernbench.tl.messages import MessageOps
 from kernbench.tl.scratch import ScratchArena
 from kernbench.tl.tensors import TensorArg, TensorHandle, TLError
-from kernbench.topology.address import PhysAddr
+from kernbench.topology.tcm_layout import TcmLayout
 
 
 def record(fn, *args, spec, kernel: str = "kernel", pe: tuple[int, int, int] = (0, 0, 0),
@@ -66,10 +66,8 @@ class TLContext(ElementwiseOps, MessageOps):
         where = f"kernel {kernel!r} on PE {pe}"
         self._issuer = issuer
         self._hazards = Hazards(issuer, where)
-        tcm_bytes = int(spec.pe.tcm.capacity_mib * (1 << 20))
-        scratch_bytes = int(spec.pe.tcm.scratch_mib * (1 << 20))
-        base = PhysAddr(sip, cube, "tcm", tcm_bytes - scratch_bytes, pe_id).encode()
-        self._scratch = ScratchArena(base, scratch_bytes, where)
+        lo, hi = TcmLayout.of(spec).scratch
+        self._scratch = ScratchArena(TcmLayout.addr(sip, cube, pe_id, lo), hi - lo, where)
         self._tile = (spec.pe.gemm.tile_m, spec.pe.gemm.tile_n, spec.pe.gemm.tile_k)
         self._clock_ghz = spec.pe.clock_ghz
         self._descriptor_cap = spec.pe.cost_model.max_composite_logical_bytes

@@ -32,8 +32,6 @@ from kernbench.components.pe.commands import DmaReadCmd, DmaWriteCmd
 from kernbench.components.pe.composite_cmd import CompositeCmd, OpSpec, Pipeline
 from kernbench.components.pe.math_kinds import STANDALONE, UNARY, apply_epilogue, run_standalone
 from kernbench.components.tiling import Stage
-from kernbench.topology import naming as nm
-from kernbench.topology.address import PhysAddr
 
 
 class CompositeRun:
@@ -52,9 +50,9 @@ class CompositeRun:
         self.gemm_start: list[float] = [0.0] * len(self.tiles)
         self.outputs_left = plan.n_output_tiles if plan is not None else 0
         self.t_last = 0.0
-        loc = nm.locate(sched.id)
-        # TCM staging buffers at the bottom of the TCM; their bytes are not modeled (data mode reads operands)
-        self.staging = PhysAddr(loc.sip, loc.cube, "tcm", 0, loc.pe).encode()
+        # the PE's composite staging buffers (TcmLayout.staging); their bytes are not modeled: data mode
+        # computes from the operands directly
+        self.staging = sched.staging
         self.gemm = pipe.driver is not None and pipe.driver.kind == "gemm"
 
     def start(self, t0: float) -> None:
@@ -112,7 +110,8 @@ class CompositeRun:
             ev = self.eng.env.event()
             pending.append(ev)
             row, pitch = operand.row_layout(step.cols)
-            dma.enqueue(DmaReadCmd(src, self.staging, step.nbytes, ev, copy_data=False, row_bytes=row,
+            buf = self.staging[step.operand][i & 1]
+            dma.enqueue(DmaReadCmd(src, buf, step.nbytes, ev, copy_data=False, row_bytes=row,
                                    src_pitch=pitch, dst_pitch=row), self.request)
         left = [len(pending)]
 
@@ -156,7 +155,7 @@ class CompositeRun:
         if not pipe.out.pinned:
             tm, tn, _ = pipe.plan.tile
             dst = pipe.out.block_addr(tile.i * tm, tile.j * tn)
-            self.eng.at(t_store, lambda _: self._write(dst, out_bytes, tile.n))
+            self.eng.at(t_store, lambda _: self._write(dst, out_bytes, tile.n, i))
         else:
             self.t_last = max(self.t_last, t_store)
             self._output_done(t_store)
@@ -165,11 +164,11 @@ class CompositeRun:
         """One math op over ``elements`` (tile ``i``; -1 outside the tile loop); returns its end."""
         return self.sched.stages.math(t, elements, "math", {"tile": i, "op": op, "elements": elements})[1]
 
-    def _write(self, dst: int, nbytes: int, cols: int) -> None:
+    def _write(self, dst: int, nbytes: int, cols: int, i: int) -> None:
         ev = self.eng.env.event()
         ev.callbacks.append(lambda _: self._output_done(self.eng.now))
         row, pitch = self.pipe.out.row_layout(cols)
-        self.sched.block("pe_dma").enqueue(DmaWriteCmd(self.staging, dst, nbytes, ev, copy_data=False,
+        self.sched.block("pe_dma").enqueue(DmaWriteCmd(self.staging["c"][i & 1], dst, nbytes, ev, copy_data=False,
                                                        row_bytes=row, src_pitch=row, dst_pitch=pitch),
                                            self.request)
 

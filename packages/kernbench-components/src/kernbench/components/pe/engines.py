@@ -33,6 +33,7 @@ from kernbench.components.tiling import gemm_tile_ns
 from kernbench.sim.component import Component
 from kernbench.sim.fabric import Packet
 from kernbench.topology import naming as nm
+from kernbench.topology.tcm_layout import STAGING_OPERANDS, TcmLayout
 
 
 class Server(Component):
@@ -178,7 +179,7 @@ class PeScheduler(Component):
     byte ranges of the commands' operands, outputs and read-write handles.
     """
 
-    __slots__ = ("_stages", "admit_queue", "blocks", "inflight", "tile")
+    __slots__ = ("_stages", "admit_queue", "blocks", "inflight", "staging", "tile")
 
     def __init__(self, engine, node) -> None:
         super().__init__(engine, node)
@@ -188,6 +189,11 @@ class PeScheduler(Component):
         self.admit_queue: deque = deque()  # (run, reads, writes) waiting for admission
         self.inflight: list = []  # (run, reads, writes) admitted and not finished
         self._stages: Stages | None = None
+        layout = TcmLayout.of(engine.spec)
+        loc = nm.locate(self.id)
+        #: encoded addresses of this PE's composite staging buffers: operand -> (buffer 0, buffer 1)
+        self.staging = {op: tuple(layout.addr(loc.sip, loc.cube, loc.pe, layout.staging_offset(op, b))
+                                  for b in (0, 1)) for op in STAGING_OPERANDS}
 
     @property
     def stages(self) -> Stages:
