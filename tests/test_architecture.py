@@ -137,3 +137,29 @@ def test_no_module_reaches_into_another_objects_privates(module):
             continue
         bad.append(f"line {line}: {expr}")
     assert not bad, f"{module} touches private attributes of other objects: {bad}"
+
+
+_ID_TEMPLATE = __import__("re").compile(r"(^|\.)sip\{\}|\.cube\{\}|\.pe\{\}|\{\}\.pe_[a-z]")
+
+
+def _id_templates(path: Path) -> list[tuple[int, str]]:
+    """f-strings that format node ids (``sip{}``, ``.cube{}``, ``{}.pe_dma``...)."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.JoinedStr):
+            template = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+            if _ID_TEMPLATE.search(template):
+                out.append((node.lineno, template))
+    return out
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m != "kernbench.topology.naming"))
+def test_node_ids_are_formatted_only_by_the_naming_module(module):
+    found = _id_templates(MODULES[module])
+    assert not found, f"{module} formats node ids itself (use kernbench.topology.naming): {found}"
+
+
+def test_the_id_scanner_sees_a_formatted_id(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text('pe = 1\nblock = f"{pe}.pe_dma"\nother = f"sip{pe}.cube{pe}"\nfine = f"{pe} bytes"\n')
+    assert [line for line, _ in _id_templates(sample)] == [2, 3]

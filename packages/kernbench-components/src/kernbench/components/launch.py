@@ -240,8 +240,7 @@ class HostLaunch:
 
 
 def _pe_order(report: PeReport) -> tuple:
-    loc = nm.locate(f"{report.pe}.pe_cpu")
-    return loc.sip, loc.cube, loc.pe
+    return nm.pe_coords(report.pe)
 
 
 def launch_result(request) -> LaunchResult:
@@ -266,7 +265,7 @@ def _start_launch(engine, req) -> None:
     pes = [t[0] for t in msg.targets]
     if len(set(pes)) != len(pes):
         dup = sorted({p for p in pes if pes.count(p) > 1})[0]
-        raise MessageError(f"kernel launch {msg.kernel!r} targets PE sip{dup[0]}.cube{dup[1]}.pe{dup[2]} twice")
+        raise MessageError(f"kernel launch {msg.kernel!r} targets PE {nm.pe_prefix(*dup)} twice")
     by_sip: dict[int, list] = {}
     for (sip, cube, pe), args in msg.targets:
         engine.resolver.find_pe_block(sip, cube, pe, "pe_cpu")

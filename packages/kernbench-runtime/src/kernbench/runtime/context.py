@@ -41,6 +41,7 @@ from kernbench.runtime.placement import DPPolicy, Shard, resolve_shards
 from kernbench.sim import ComponentRegistry, GraphEngine, MemoryReadMsg, MemoryWriteMsg, Request
 from kernbench.tl import TensorArg
 from kernbench.topology import TopologyGraph, load_topology
+from kernbench.topology import naming as nm
 from kernbench.topology.address import PhysAddr
 from kernbench.topology.errors import KernbenchError
 
@@ -224,7 +225,7 @@ class RuntimeContext:
         region = self._sram.get((sip, cube))
         if region is None:
             cap = int(self.spec.cube.sram.capacity_mib * (1 << 20))
-            region = self._sram[(sip, cube)] = FreeList(cap, f"SRAM of sip{sip}.cube{cube}")
+            region = self._sram[(sip, cube)] = FreeList(cap, f"SRAM of {nm.cube_prefix(sip, cube)}")
         return region
 
     # ------------------------------------------------------------------ basics
@@ -407,8 +408,8 @@ class RuntimeContext:
                 found = a.shard_on(*pe)
                 if found is None:
                     raise RuntimeApiError(f"launch {name!r}: tensor argument {i} has no shard on PE "
-                                        f"sip{pe[0]}.cube{pe[1]}.pe{pe[2]}; place it with a DPPolicy that covers "
-                                        f"the PEs of the first tensor argument")
+                                          f"{nm.pe_prefix(*pe)}; place it with a DPPolicy that covers "
+                                          f"the PEs of the first tensor argument")
                 shard, addr = found
                 pe_args.append(self._arg(a, shard, addr))
             targets.append((pe, tuple(pe_args)))

@@ -36,7 +36,7 @@ class KernelDma(PeDma):
         self.queues: dict[tuple[str, str], deque] = {k: deque() for k in keys}
         self.capacity = {k: per_direction[k[0]] for k in keys}
         self.busy = dict.fromkeys(keys, 0)  # commands in flight per (direction, virtual channel)
-        self.tcm_id = f"{nm.pe_of(self.id)}.pe_tcm"
+        self.tcm_id = nm.sibling(self.id, "pe_tcm")
         self.busy_ns = 0.0
         self.count = 0
 
