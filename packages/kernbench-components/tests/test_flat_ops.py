@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from components_testkit import deploy, launch_on_pe0
 
-from kernbench.components.pe.composite_cmd import CompositeCmd, split
+from kernbench.components.pe.composite_cmd import CompositeCmd
+from kernbench.components.pe.composite_plan import split
 from kernbench.tl import TLError, record
 from kernbench.tl.recipes import RECIPES, Recipe, Step
 from kernbench.topology import compile_spec, spec_from_dict
@@ -122,7 +123,7 @@ def test_dma_reads_follow_operand_space(graph):
 
 
 def test_the_scheduler_never_imports_recipes():
-    code = ("import sys; import kernbench.components.pe.engines, kernbench.components.pe.composite; "
+    code = ("import sys; import kernbench.components.pe.scheduler, kernbench.components.pe.composite_run; "
             "print('kernbench.tl.recipes' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

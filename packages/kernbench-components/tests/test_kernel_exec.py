@@ -225,7 +225,8 @@ def test_gemm_time_counts_full_tiles(graph):
 
 def test_command_list_mode_records_without_time(graph):
     from kernbench.components.pe.commands import ComputeCmd, DmaReadCmd, DmaWriteCmd
-    from kernbench.components.pe.composite_cmd import CompositeCmd, split
+    from kernbench.components.pe.composite_cmd import CompositeCmd
+    from kernbench.components.pe.composite_plan import split
     from kernbench.tl import record
 
     res = AddressResolver(graph)

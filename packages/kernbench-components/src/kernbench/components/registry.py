@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from kernbench.components.endpoints import HostCpu, IoCpu
 from kernbench.components.forwarding import Forwarding, PcieEndpoint
+from kernbench.components.host import HostCpu
+from kernbench.components.io_cpu import IoCpu
 from kernbench.components.launch import LAUNCH_KIND
-from kernbench.components.memory import HbmCtrl, MCpu, Sram
+from kernbench.components.m_cpu import MCpu
+from kernbench.components.memory import HbmCtrl, Sram
 from kernbench.components.pe.cpu import PeCpu
-from kernbench.components.pe.dma import KernelDma
-from kernbench.components.pe.engines import PeFetchStore, PeGemm, PeMath, PeScheduler, PeTcm
+from kernbench.components.pe.dma import PeDma
+from kernbench.components.pe.engines import PeFetchStore, PeGemm, PeMath
 from kernbench.components.pe.ipcq import PeIpcq
 from kernbench.components.pe.mmu import MMU_MAP_KIND, PeMmu
+from kernbench.components.pe.scheduler import PeScheduler
+from kernbench.components.pe.tcm import PeTcm
 from kernbench.sim.component import ComponentRegistry
 from kernbench.tl.context import TLContext
 
@@ -24,7 +28,7 @@ BUILTIN = (
     ("m_cpu", MCpu),
     ("pe_cpu", PeCpu.with_language(TLContext.for_pe)),
     ("pe_scheduler", PeScheduler),
-    ("pe_dma", KernelDma),
+    ("pe_dma", PeDma),
     ("pe_tcm", PeTcm),
     ("pe_fetch_store", PeFetchStore),
     ("pe_gemm", PeGemm),

@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kernbench.components.pe.commands import CommandError
-from kernbench.components.pe.composite_cmd import SCOPES, CompositeCmd, OpSpec, split
+from kernbench.components.pe.composite_cmd import SCOPES, CompositeCmd, OpSpec
+from kernbench.components.pe.composite_plan import split
 from kernbench.components.pe.math_kinds import EPILOGUE, HEADS, STANDALONE, standalone_shape
 from kernbench.components.pe.operand import Operand
 from kernbench.tl.recipes import RECIPES

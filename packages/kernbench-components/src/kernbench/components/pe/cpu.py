@@ -91,12 +91,15 @@ class KernelSlot:
 class PeCpu(Component):
     """The PE's control CPU: kernel host, command issuer."""
 
-    __slots__ = ("_blocks", "busy_ns", "count", "current", "free_at", "language", "prefix", "queued", "running",
-                 "scheduler")
+    __slots__ = ("_blocks", "busy_ns", "clock_ghz", "count", "current", "fixed_cycles", "free_at", "language",
+                 "prefix", "queued", "r_cycles_per_byte", "running", "scheduler")
 
     def __init__(self, engine, node, language: KernelLanguage) -> None:
         super().__init__(engine, node)
         self.language = language
+        a = node.attrs
+        self.clock_ghz, self.fixed_cycles, self.r_cycles_per_byte = \
+            a["clock_ghz"], a["fixed_cycles"], a["r_cycles_per_byte"]
         self.free_at = 0.0
         self.busy_ns = 0.0
         self.count = 0
@@ -141,14 +144,13 @@ class PeCpu(Component):
         """PE_CPU cycles to issue ``cmd``: FIXED + logical_bytes x R (``tl.cycles(n)`` costs exactly n)."""
         if isinstance(cmd, CyclesCmd):
             return float(cmd.cycles)
-        cm = self.engine.spec.pe.cost_model
-        return cm.fixed_cycles + cmd.logical_bytes * cm.r_cycles_per_byte
+        return self.fixed_cycles + cmd.logical_bytes * self.r_cycles_per_byte
 
     def issue(self, cmd: object, request) -> None:
         """Issue one command to the scheduler; the PE_CPU is busy for its dispatch cost (ADR 0013)."""
         eng = self.engine
         cycles = self.dispatch_cycles(cmd)
-        cost = cycles / eng.spec.pe.clock_ghz
+        cost = cycles / self.clock_ghz
         t0 = max(eng.now, self.free_at)
         t = t0 + cost
         eng.oplog.record(t0, t, self.id, "control", "dispatch",

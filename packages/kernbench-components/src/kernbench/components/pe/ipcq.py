@@ -90,9 +90,8 @@ class PeIpcq(Component):
 
     def __init__(self, engine, node) -> None:
         super().__init__(engine, node)
-        ipcq = engine.spec.pe.ipcq
-        self.depth = ipcq.depth
-        self.slot_bytes = ipcq.slot_bytes
+        self.depth = node.attrs["depth"]
+        self.slot_bytes = node.attrs["slot_bytes"]
         self.install({}, "tcm")
 
     # ------------------------------------------------------------------ table

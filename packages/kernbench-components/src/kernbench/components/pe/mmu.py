@@ -51,7 +51,7 @@ class PeMmu(Component):
 
     def __init__(self, engine, node) -> None:
         super().__init__(engine, node)
-        self.translate_ns = engine.spec.pe.mmu_translate_ns
+        self.translate_ns = node.attrs["translate_ns"]
         self.los: list[int] = []
         self.his: list[int] = []
         self.pas: list[int] = []

@@ -29,7 +29,8 @@ import math
 import numpy as np
 
 from kernbench.components.pe.commands import DmaReadCmd, DmaWriteCmd
-from kernbench.components.pe.composite_cmd import CompositeCmd, OpSpec, Pipeline
+from kernbench.components.pe.composite_cmd import CompositeCmd, OpSpec
+from kernbench.components.pe.composite_plan import Pipeline
 from kernbench.components.pe.math_kinds import STANDALONE, UNARY, apply_epilogue, run_standalone
 from kernbench.components.tiling import Stage
 
