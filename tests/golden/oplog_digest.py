@@ -65,6 +65,9 @@ VARIANTS: dict[str, list[dict[str, str]]] = {
     "matmul-composite": [{"MATMUL_VARIANT": "load_ref"}, {"MATMUL_VARIANT": "load_load"}],
     "gqa-decode-single-pe": [{"GQA_VARIANT": "opt1"}, {"GQA_VARIANT": "opt2"}],
     "ccl-allreduce": [{"CCL_BUFFER": "sram", "CCL_BYTES": "4096"}, {"CCL_BUFFER": "hbm", "CCL_BYTES": "4096"}],
+    "gqa-decode": [{"GQA_PARTITION": "cube_repl_pe_sp", "GQA_VARIANT": "opt1"},
+                   {"GQA_PARTITION": "short", "GQA_HKV": "2", "GQA_VARIANT": "opt3"}],
+    "gqa-prefill": [{"GQA_MODE": "short", "GQA_PES": "4"}],
 }
 
 

@@ -17,8 +17,8 @@ def graph():
 
 def test_registered_names():
     names = [b.name for b in discover().benches]
-    assert names == ["ccl-allreduce", "gemm-single-pe", "gqa-decode-single-pe", "matmul-composite", "qkv-gemm",
-                     "qkv-gemm-multi-pe", "tp-mlp", "va-offset-verify"]
+    assert names == ["ccl-allreduce", "gemm-single-pe", "gqa-decode", "gqa-decode-single-pe", "gqa-headline",
+                     "gqa-prefill", "matmul-composite", "qkv-gemm", "qkv-gemm-multi-pe", "tp-mlp", "va-offset-verify"]
     for b in discover().benches:
         assert b.params, f"{b.name}: the module docstring lists its environment parameters"
 

@@ -34,7 +34,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--data", action="store_true", help="compute real numerics (slower)")
     r.add_argument("--json", action="store_true", help="print results as JSON")
     r.add_argument("--trace", metavar="FILE", help="write the op log as Chrome Trace Event JSON")
-    for sp in (t, pr, r):
+    from kernbench.cli.study_cmd import add_parsers
+
+    studies = add_parsers(sub)
+    for sp in (t, pr, r, *studies):
         sp.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return p
 
@@ -54,6 +57,10 @@ def main(argv: list[str] | None = None) -> int:
                 return run_list()
             return run_run(args.topology, args.bench, args.device, data=args.data, as_json=args.json,
                            trace=args.trace)
+        if args.command in ("study", "report"):
+            from kernbench.cli.study_cmd import run_report_command, run_study_command
+
+            return run_study_command(args) if args.command == "study" else run_report_command(args)
         from kernbench.cli.probe import run_probe
         from kernbench.cli.report import print_probe
 

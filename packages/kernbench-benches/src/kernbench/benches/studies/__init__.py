@@ -1,0 +1,1 @@
+"""kernbench.benches.studies — the milestone studies as data: named grids, point functions, analytic models."""

@@ -1,0 +1,132 @@
+"""The all-reduce study: the ``ahbm`` backend's hierarchical all-reduce on the three 6-SIP 2×3 topologies.
+
+Three panels, every point one all-reduce over all six SIPs (rank = SIP, one
+``[cubes, n]`` f16 tensor per rank split row-wise over its 16 cubes, PE 0 of
+each), in timing mode:
+
+* ``topology``: ring_1d, torus_2d and mesh_2d_no_wrap × 12 payloads from
+  16 B to 96 KiB per PE, receive rings in TCM;
+* ``buffer_kind``: TCM, SRAM and HBM receive rings × the same payloads on
+  the torus;
+* ``sensitivity``: the three buffer kinds at 64 KiB per PE on the torus
+  while the HBM pseudo-channel bandwidth goes from 16 to 32 GB/s (a spec
+  override, not a new file).
+
+The latency is the bench's ``allreduce_ns``: earliest PE start to latest PE
+end over all ranks. Each point also carries the α–β model of
+:mod:`kernbench.benches.studies.allreduce_model` for its configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import kernbench.ccl  # noqa: F401  (adds torch.distributed and torch.multiprocessing)
+from kernbench.benches.studies.allreduce_model import predict
+from kernbench.benches.studies.base import Field, Point, PointContext, Scalar, Study, StudyError
+from kernbench.benches.studies.graphs import study_graph
+from kernbench.ccl import collective_span_ns
+from kernbench.runtime import DPPolicy, RuntimeContext
+
+TOPOLOGIES: tuple[str, ...] = ("6sip_2x3_ring_1d.yaml", "6sip_2x3_torus_2d.yaml", "6sip_2x3_mesh_2d_no_wrap.yaml")
+TORUS = "6sip_2x3_torus_2d.yaml"
+#: Payloads per PE, bytes: 16 B .. 96 KiB.
+PAYLOADS: tuple[int, ...] = (16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 98304)
+BUFFER_KINDS: tuple[str, ...] = ("tcm", "sram", "hbm")
+SENSITIVITY_BYTES = 65536
+#: HBM pseudo-channel bandwidths of the sensitivity panel, GB/s.
+CHANNEL_GBS: tuple[float, ...] = (16.0, 20.0, 24.0, 28.0, 32.0)
+CCL_FILE = "ccl.yaml"
+SHARDS = DPPolicy(cube="row_wise", num_pes=1)
+
+FIELDS: tuple[Field, ...] = (
+    Field("panel", "", "topology (3 SIP topologies x payloads), buffer_kind (TCM/SRAM/HBM x payloads on the torus) or "
+                       "sensitivity (buffer kinds at 64 KiB as the HBM pseudo-channel bandwidth grows)"),
+    Field("topology", "", "topology file, relative to the topologies folder"),
+    Field("bytes_per_pe", "B", "all-reduce payload held by each participating PE"),
+    Field("buffer_kind", "", "where the IPCQ receive rings live: tcm, sram or hbm"),
+    Field("hbm_channel_gbs", "GB/s", "HBM pseudo-channel bandwidth override (null: the file's value)"),
+    Field("sip_topology", "", "system.sips.topology of the file"),
+    Field("sips", "1", "ranks (one per SIP)"),
+    Field("channel_gbs", "GB/s", "HBM pseudo-channel bandwidth the point ran with"),
+    Field("allreduce_ns", "ns", "measured all-reduce latency: earliest PE start to latest PE end over all ranks"),
+    Field("model_ns", "ns", "alpha-beta model of the same configuration"),
+    Field("model_alpha_ns", "ns", "the model's latency term (payload-independent part)"),
+    Field("model_beta_ns_per_b", "ns/B", "the model's per-byte term"),
+    Field("model_error", "1", "(model_ns - allreduce_ns) / allreduce_ns"),
+    Field("model_message_ns", "ns", "the model's time in messages on the critical path"),
+    Field("model_accumulate_ns", "ns", "the model's time in accumulates on the critical path"),
+    Field("messages", "1", "IPCQ messages on the model's critical path"),
+    Field("accumulates", "1", "accumulate steps on the model's critical path"),
+    Field("ipcq_messages", "1", "IPCQ messages the run delivered (all ranks)"),
+    Field("events", "1", "SimPy events the point's engine processed"),
+)
+
+
+def grid() -> tuple[Point, ...]:
+    """Topology panel (topology-major), buffer-kind panel (kind-major), sensitivity panel (kind-major)."""
+    points = [Point({"panel": "topology"}, {"topology": t, "bytes_per_pe": b, "buffer_kind": "tcm",
+                                            "hbm_channel_gbs": None}) for t in TOPOLOGIES for b in PAYLOADS]
+    points += [Point({"panel": "buffer_kind"}, {"topology": TORUS, "bytes_per_pe": b, "buffer_kind": k,
+                                                "hbm_channel_gbs": None}) for k in BUFFER_KINDS for b in PAYLOADS]
+    points += [Point({"panel": "sensitivity"}, {"topology": TORUS, "bytes_per_pe": SENSITIVITY_BYTES,
+                                                "buffer_kind": k, "hbm_channel_gbs": c})
+               for k in BUFFER_KINDS for c in CHANNEL_GBS]
+    return tuple(points)
+
+
+def overrides(params: Mapping[str, Scalar]) -> dict[str, Scalar]:
+    """The spec override of a point: the HBM pseudo-channel bandwidth when the point sets one."""
+    c = params.get("hbm_channel_gbs")
+    return {} if c is None else {"cube.hbm.channel_bw_gbs": c}
+
+
+def run_point(params: Mapping[str, Scalar], ctx: PointContext) -> dict[str, Scalar]:
+    """Run one all-reduce over every SIP in a fresh runtime (timing mode) and return its record."""
+    nbytes, kind = int(params["bytes_per_pe"]), str(params["buffer_kind"])
+    if nbytes <= 0 or nbytes % 2:
+        raise StudyError(f"allreduce point: bytes_per_pe={nbytes} must be a positive even number (f16 values)")
+    if kind not in BUFFER_KINDS:
+        raise StudyError(f"allreduce point: buffer_kind {kind!r} is not one of {', '.join(BUFFER_KINDS)}")
+    graph = study_graph(ctx.topology_dir, str(params["topology"]), overrides(params))
+    spec = graph.spec
+    world, cubes, n = spec.system.sips.count, spec.cubes_per_sip, nbytes // 2
+    torch = RuntimeContext(graph, data=False)
+
+    def worker(rank: int) -> None:
+        torch.ahbm.set_device(rank)
+        torch.distributed.init_process_group(backend="ahbm", buffer_kind=kind)
+        t = torch.empty((cubes, n), "float16", SHARDS)
+        torch.distributed.all_reduce(t)
+
+    torch.multiprocessing.spawn(worker, nprocs=world)
+    measured = collective_span_ns([res for _, res in torch.distributed.results])
+    model = predict(graph, nbytes, kind)
+    return {
+        "sip_topology": spec.system.sips.topology, "sips": world,
+        "channel_gbs": spec.cube.hbm.bw_gbs / spec.cube.hbm.pseudo_channels,
+        "allreduce_ns": measured, "model_ns": model.total_ns, "model_alpha_ns": model.alpha_ns,
+        "model_beta_ns_per_b": model.beta_ns_per_byte, "model_error": (model.total_ns - measured) / measured,
+        "model_message_ns": model.message_ns, "model_accumulate_ns": model.accumulate_ns,
+        "messages": model.messages, "accumulates": model.accumulates,
+        "ipcq_messages": sum(1 for r in torch.oplog.records if r.op_name == "ipcq_send"),
+        "events": torch.engine.events,
+    }
+
+
+def _files(params: Mapping[str, Scalar]) -> tuple[str, ...]:
+    return (str(params["topology"]), CCL_FILE)
+
+
+STUDY = Study(
+    name="allreduce",
+    title="Hierarchical all-reduce over six SIPs",
+    description="3 SIP topologies x 12 payloads, TCM/SRAM/HBM receive rings x 12 payloads on the torus, and the "
+                "HBM pseudo-channel sensitivity panel, each beside the alpha-beta model",
+    grid=grid,
+    point=run_point,
+    files=_files,
+    overrides=overrides,
+    modules=("kernbench.benches.studies.allreduce",),
+    fields=FIELDS,
+)

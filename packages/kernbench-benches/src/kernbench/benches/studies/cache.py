@@ -1,0 +1,272 @@
+"""The study result cache: one JSON file per simulated point under the user cache directory.
+
+A point's key is the SHA-256 of its study name, its params, the SHA-256 of
+every topology file it reads (absent files count as absent), its spec
+overrides, and a digest of the source of every kernbench module its study
+imports (:func:`source_digest`). Change any of them and the point reruns;
+change a figure or the report and nothing reruns.
+
+Entries are written atomically (a temporary file in the same folder, then
+``os.replace``). An entry that does not parse, or whose key or shape is
+wrong, is *corrupt*: it is ignored and recomputed, never trusted. The cache
+folder is ``$KERNBENCH_CACHE_DIR`` when set, else ``platformdirs``' user
+cache directory for ``kernbench`` (``~/.cache/kernbench`` on Linux).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from kernbench.benches.studies.base import Scalar, Study, StudyError
+
+CACHE_FORMAT = 1
+#: Packages whose modules register implementations or import each other dynamically: a module of one of them
+#: brings in the whole package's source.
+WHOLE_PACKAGES = ("kernbench.topology", "kernbench.sim", "kernbench.components", "kernbench.tl",
+                  "kernbench.runtime", "kernbench.ccl")
+
+
+def cache_dir() -> Path:
+    """The cache folder (``$KERNBENCH_CACHE_DIR`` or the platform's user cache directory)."""
+    env = os.environ.get("KERNBENCH_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("kernbench"))
+
+
+# --------------------------------------------------------------------------- source digest
+
+
+def _module_file(name: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    return Path(spec.origin)
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """kernbench modules named by the import statements of module ``name`` (file ``path``)."""
+    tree = ast.parse(path.read_bytes(), filename=str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parent = ".".join(parts[:len(parts) - node.level + 1])
+                base = f"{parent}.{base}" if base else parent
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names)  # a submodule, when the name is one
+    return {m for m in found if m == "kernbench" or m.startswith("kernbench.")}
+
+
+def _package_root(package: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise StudyError(f"cannot locate the source of package {package}")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+@lru_cache(maxsize=32)
+def source_files(modules: tuple[str, ...]) -> tuple[tuple[str, Path], ...]:
+    """``(name, file)`` of every kernbench source the modules import, transitively; a module of a
+    :data:`WHOLE_PACKAGES` package brings in its whole package (whose imports are followed in turn). The
+    ``__init__`` of a parent package counts with its own bytes, but its re-exports are not followed: the studies
+    package re-exports the runner and figures, which no point runs."""
+    seen: set[str] = set()
+    todo = list(modules)
+    files: dict[str, Path] = {}
+    while todo:
+        name = todo.pop()
+        if name.startswith("__init__:"):  # a parent package: its own file counts, its re-exports are not followed
+            name = name.removeprefix("__init__:")
+            path = _module_file(name)
+            if path is not None and not any(name == p or name.startswith(p + ".") for p in WHOLE_PACKAGES):
+                files[name] = path
+            continue
+        if name in seen:
+            continue
+        seen.add(name)
+        owner = next((p for p in WHOLE_PACKAGES if name == p or name.startswith(p + ".")), None)
+        if owner:
+            if owner in seen and owner != name:
+                continue
+            seen.add(owner)
+            root = _package_root(owner)
+            for path in sorted(root.rglob("*.py")):
+                rel = path.relative_to(root).with_suffix("")
+                parts = [p for p in rel.parts if p != "__init__"]
+                mod = ".".join([owner, *parts])
+                files[f"{owner}/{path.relative_to(root).as_posix()}"] = path
+                todo.extend(_imports(mod, path))
+            continue
+        path = _module_file(name)
+        if path is None:
+            continue
+        files[name] = path
+        parent = name.rpartition(".")[0]
+        if parent:
+            todo.append(f"__init__:{parent}")  # importing a.b.c runs a/b/__init__.py
+        todo.extend(_imports(name, path))
+    return tuple(sorted(files.items()))
+
+
+@lru_cache(maxsize=32)
+def source_digest(modules: tuple[str, ...]) -> str:
+    """SHA-256 over the names and bytes of :func:`source_files` (hex)."""
+    h = hashlib.sha256()
+    for name, path in source_files(modules):
+        h.update(name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------- keys
+
+
+def file_digest(path: Path) -> str | None:
+    """SHA-256 of a file's bytes (hex), or None when it does not exist."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StudyError(f"cannot read {path}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class KeyParts:
+    """What a point's key is made of (kept in the cache index to explain why a point reruns)."""
+
+    study: str
+    params: Mapping[str, Scalar]
+    files: Mapping[str, str | None]
+    overrides: Mapping[str, Scalar]
+    source: str
+
+    def key(self) -> str:
+        """The SHA-256 (hex) of the parts."""
+        return hashlib.sha256(canonical(self.as_json()).encode()).hexdigest()
+
+    def as_json(self) -> dict:
+        """The parts as a JSON-ready dict."""
+        return {"format": CACHE_FORMAT, "study": self.study, "params": dict(self.params), "files": dict(self.files),
+                "overrides": dict(self.overrides), "source": self.source}
+
+
+def canonical(value: object) -> str:
+    """Compact JSON with sorted keys: the one text a value hashes as."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def key_parts(study: Study, params: Mapping[str, Scalar], topology_dir: Path) -> KeyParts:
+    """The key parts of one point of ``study``."""
+    files = {name: file_digest(Path(topology_dir) / name) for name in study.files(params)}
+    return KeyParts(study.name, params, files, study.overrides(params), source_digest(study.modules))
+
+
+def params_id(study: str, params: Mapping[str, Scalar]) -> str:
+    """A point's identity across code and topology changes (study + params), hex SHA-256."""
+    return hashlib.sha256(canonical({"study": study, "params": dict(params)}).encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------- store
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _valid_record(values: object) -> bool:
+    if not isinstance(values, dict) or not values:
+        return False
+    for k, v in values.items():
+        if not isinstance(k, str):
+            return False
+        if isinstance(v, float) and not math.isfinite(v):
+            return False
+        if not isinstance(v, str | int | float | bool) and v is not None:
+            return False
+    return True
+
+
+class ResultCache:
+    """Point results by key, plus an index of the last key parts of each point (to explain reruns)."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = Path(root) if root is not None else cache_dir()
+
+    def _entry(self, key: str) -> Path:
+        return self.root / "studies" / key[:2] / f"{key}.json"
+
+    def _index(self, study: str, pid: str) -> Path:
+        return self.root / "index" / study / f"{pid}.json"
+
+    def get(self, key: str) -> tuple[str, dict | None, float]:
+        """``(status, values, wall_s)``: status is ``hit``, ``missing`` or ``corrupt`` (values None unless hit)."""
+        path = self._entry(key)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return "missing", None, 0.0
+        except OSError:
+            return "corrupt", None, 0.0
+        try:
+            entry = json.loads(text)
+        except ValueError:
+            return "corrupt", None, 0.0
+        if (not isinstance(entry, dict) or entry.get("key") != key or entry.get("format") != CACHE_FORMAT
+                or not _valid_record(entry.get("values"))
+                or not isinstance(entry.get("wall_s"), int | float)):
+            return "corrupt", None, 0.0
+        return "hit", entry["values"], float(entry["wall_s"])
+
+    def put(self, parts: KeyParts, values: dict, wall_s: float) -> None:
+        """Store a point's values (atomically) and remember its key parts in the index."""
+        key = parts.key()
+        entry = {"format": CACHE_FORMAT, "key": key, "parts": parts.as_json(), "values": values, "wall_s": wall_s}
+        _atomic_write(self._entry(key), json.dumps(entry, sort_keys=True, allow_nan=False) + "\n")
+        _atomic_write(self._index(parts.study, params_id(parts.study, parts.params)), canonical(parts.as_json()))
+
+    def why(self, parts: KeyParts) -> str:
+        """Why a point without a valid entry runs: what changed since its last run, or that it never ran."""
+        path = self._index(parts.study, params_id(parts.study, parts.params))
+        try:
+            last = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return "it has not run before"
+        now = parts.as_json()
+        changed = [f"topology file {name} changed" for name in sorted(now["files"])
+                   if last.get("files", {}).get(name) != now["files"][name]]
+        if last.get("source") != now["source"]:
+            changed.append("kernbench source changed")
+        if last.get("overrides") != now["overrides"]:
+            changed.append("spec overrides changed")
+        return ", ".join(changed) or "its cache entry is missing"

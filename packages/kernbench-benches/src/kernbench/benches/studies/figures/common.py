@@ -1,0 +1,108 @@
+"""Shared figure machinery: the Agg backend, deterministic SVG/PDF output, the figure record.
+
+Figures are rendered from ``results.json`` documents only (the topology
+figures from the topology files): changing a colour never reruns a
+simulation. Output is deterministic: the SVG id salt is fixed and no date
+goes into SVG or PDF metadata, so the same results give the same bytes, and
+files are rewritten only when their bytes change (so LaTeX and Sphinx see
+no change on a warm rebuild).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+
+FORMATS = ("svg", "pdf")
+#: One colour per series name, fixed so a variant keeps its colour in every figure.
+COLORS = {
+    "ref_ref": "#d95f02", "load_ref": "#7570b3", "load_load": "#1b9e77",
+    "ring_1d": "#e7298a", "torus_2d": "#1b9e77", "mesh_2d_no_wrap": "#7570b3",
+    "tcm": "#1b9e77", "sram": "#d95f02", "hbm": "#7570b3",
+    "DMA_READ": "#66a61e", "FETCH": "#e6ab02", "GEMM": "#1f78b4", "STORE": "#a6761d", "DMA_WRITE": "#666666",
+}
+STYLE = {
+    "svg.hashsalt": "kernbench",
+    "svg.fonttype": "path",
+    "pdf.fonttype": 42,
+    "font.size": 8.5,
+    "axes.titlesize": 9,
+    "axes.labelsize": 8.5,
+    "legend.fontsize": 7.5,
+    "xtick.labelsize": 7.5,
+    "ytick.labelsize": 7.5,
+    "axes.grid": True,
+    "grid.linewidth": 0.4,
+    "grid.alpha": 0.5,
+    "figure.dpi": 100,
+}
+METADATA = {
+    "svg": {"Date": None, "Creator": "kernbench"},
+    "pdf": {"CreationDate": None, "ModDate": None, "Creator": "kernbench"},
+}
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One figure: file stem, the study whose results it draws (None: drawn from topology files), a caption
+    (plain text), the command that regenerates it, and the function drawing it on a fresh matplotlib figure
+    from the results document (or the topology folder)."""
+
+    name: str
+    study: str | None
+    caption: str
+    command: str
+    draw: Callable[..., plt.Figure]
+
+
+def new_figure(width_in: float = 6.4, height_in: float = 3.0, **kw) -> tuple[plt.Figure, object]:
+    """A figure and its axes with the project style."""
+    with plt.rc_context(STYLE):
+        return plt.subplots(figsize=(width_in, height_in), **kw)
+
+
+def encode(fig: plt.Figure, fmt: str) -> bytes:
+    """The figure's bytes in ``fmt`` (svg or pdf), deterministic."""
+    buf = io.BytesIO()
+    with plt.rc_context(STYLE):
+        fig.savefig(buf, format=fmt, metadata=METADATA[fmt], bbox_inches="tight", pad_inches=0.03)
+    return buf.getvalue()
+
+
+def save(fig: plt.Figure, out_dir: Path, name: str, formats: tuple[str, ...] = FORMATS) -> list[Path]:
+    """Write ``name.<fmt>`` for each format into ``out_dir`` (only when the bytes change); closes the figure."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    try:
+        for fmt in formats:
+            data = encode(fig, fmt)
+            path = out_dir / f"{name}.{fmt}"
+            if not path.is_file() or path.read_bytes() != data:
+                tmp = path.with_name(f".{path.name}.tmp")
+                tmp.write_bytes(data)
+                tmp.replace(path)
+            paths.append(path)
+    finally:
+        plt.close(fig)
+    return paths
+
+
+def label_shape(m: int, k: int, n: int) -> str:
+    """A shape label ``M×K×N``."""
+    return f"{m}×{k}×{n}"
+
+
+def kib(nbytes: float) -> str:
+    """A byte count as a short tick label (16 B, 4 KiB, 96 KiB)."""
+    if nbytes >= 1024 and nbytes % 1024 == 0:
+        return f"{int(nbytes // 1024)} KiB"
+    return f"{int(nbytes)} B"

@@ -1,0 +1,1 @@
+"""The report generator: figures, numbers, claims and tables from study results, then latexmk (see ``build``)."""

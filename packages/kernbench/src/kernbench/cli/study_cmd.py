@@ -1,0 +1,111 @@
+"""``kernbench study`` and ``kernbench report``: run the milestone studies (cached, in parallel) and build the report.
+
+``kernbench study NAME|all`` runs a study's grid (serial, a process pool, or
+Dask), keeps each point in the user cache, writes ``results.json`` and
+``results.csv`` under ``out/studies/NAME/`` and draws the study's figures
+from that file. ``--dry-run`` lists each point as ``cached`` or ``runs
+because …`` and runs nothing.
+
+``kernbench report`` draws the report's figures from the results files,
+writes the generated LaTeX (numbers, claims, tables, the hardware table),
+and runs ``latexmk`` into ``out/report/build/kernbench-codesign-report.pdf``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from kernbench.benches.studies.executors import EXECUTORS
+from kernbench.benches.studies.registry import resolve, study_names
+from kernbench.benches.studies.runner import RunOptions, plan, run
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> list[argparse.ArgumentParser]:
+    """Register ``study`` and ``report`` on the ``kernbench`` subcommand parser; returns the new parsers."""
+    s = sub.add_parser("study", help="run a milestone study (cached, parallel) and draw its figures",
+                       description="Run a study's grid and write results.json/results.csv and figures.")
+    s.add_argument("name", help=f"study name ({', '.join(study_names())}) or 'all'")
+    s.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="worker processes (default: the CPU count)")
+    s.add_argument("--executor", choices=EXECUTORS, default=None,
+                   help="serial, process (default) or dask (default with --scheduler)")
+    s.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a running dask.distributed scheduler (tcp://HOST:PORT); without it --executor dask starts "
+                        "a LocalCluster")
+    s.add_argument("--out", metavar="DIR", help="results folder (default: out/studies/NAME; with 'all', one "
+                                                "folder per study inside DIR)")
+    s.add_argument("--topologies", default="topologies", metavar="DIR",
+                   help="folder holding the topology files (default: %(default)s)")
+    s.add_argument("--dry-run", action="store_true", help="list every point as cached or why it runs; run nothing")
+    s.add_argument("--force", action="store_true", help="rerun every point even when cached")
+    s.add_argument("--no-figures", action="store_true", help="do not draw the study's figures")
+    r = sub.add_parser("report", help="build the codesign report (figures, generated LaTeX, PDF) from study results",
+                       description="Draw the figures and write the generated LaTeX from out/studies/*/results.json, "
+                                   "then run latexmk.")
+    r.add_argument("--studies", default="out/studies", metavar="DIR",
+                   help="folder holding one results folder per study (default: %(default)s)")
+    r.add_argument("--source", default="report", metavar="DIR", help="report sources (default: %(default)s)")
+    r.add_argument("--out", default="out/report", metavar="DIR", help="output folder (default: %(default)s)")
+    r.add_argument("--topologies", default="topologies", metavar="DIR",
+                   help="folder holding the topology files (default: %(default)s)")
+    r.add_argument("--no-pdf", action="store_true", help="stop after the generated LaTeX (no latexmk)")
+    return [s, r]
+
+
+def _describe(params: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items())
+
+
+def run_study_command(args: argparse.Namespace) -> int:
+    """``kernbench study``: plan, then run (or list with --dry-run), then draw figures; one summary line."""
+    executor = args.executor or ("dask" if args.scheduler else "process")
+    options = RunOptions(jobs=args.jobs, executor=executor, scheduler=args.scheduler,
+                         out=Path(args.out) if args.out else None, force=args.force,
+                         topology_dir=Path(args.topologies), argv=("kernbench", *sys.argv[1:]))
+    options = options.checked()
+    studies = resolve(args.name)
+    t0 = time.perf_counter()
+    plans = plan(studies, options)
+    if args.dry_run:
+        todo = 0
+        for p in plans:
+            for pp in p.points:
+                status = "cached" if pp.cached else f"runs because {pp.reason}"
+                todo += not pp.cached
+                print(f"{p.study.name}[{pp.index}] {_describe(dict(pp.point.params))}: {status}")
+        total = sum(len(p.points) for p in plans)
+        print(f"dry run: {total} points, {todo} would run, {total - todo} cached")
+        return 0
+    runs = run(plans, options)
+    figures = 0
+    if not args.no_figures:
+        from kernbench.benches.studies.figures import render_study
+        from kernbench.benches.studies.results import load
+
+        for r in runs:
+            figures += len(render_study(load(r.results), r.results.parent / "figures"))
+    wall = time.perf_counter() - t0
+    for r in runs:
+        print(f"{r.study}: {r.points} points ({r.ran} run, {r.cached} cached) -> {r.results}")
+    print(f"{len(runs)} {'study' if len(runs) == 1 else 'studies'}: {sum(r.ran for r in runs)} points run, "
+          f"{sum(r.cached for r in runs)} cached, {figures} figure files, {wall:.1f} s wall")
+    return 0
+
+
+def run_report_command(args: argparse.Namespace) -> int:
+    """``kernbench report``: generated LaTeX and figures from the results, then latexmk (unless --no-pdf)."""
+    from kernbench.benches.studies.report.build import build_pdf, generate, latexmk
+
+    t0 = time.perf_counter()
+    if not args.no_pdf:
+        latexmk()  # fail before generating anything when TeX is missing
+    gen = generate(Path(args.studies), Path(args.source), Path(args.out), Path(args.topologies))
+    if args.no_pdf:
+        print(f"report sources: {gen.main} ({len(gen.numbers.items)} numbers), {time.perf_counter() - t0:.1f} s")
+        return 0
+    pdf = build_pdf(gen, Path(args.out))
+    print(f"report: {pdf} ({len(gen.numbers.items)} numbers), {time.perf_counter() - t0:.1f} s")
+    return 0
