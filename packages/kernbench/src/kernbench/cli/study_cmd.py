@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kernbench.benches.studies.executors import EXECUTORS
 from kernbench.benches.studies.registry import resolve, study_names
-from kernbench.benches.studies.runner import RunOptions, plan, run
+from kernbench.benches.studies.runner import RunOptions, parse_where, plan, run
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> list[argparse.ArgumentParser]:
@@ -42,6 +42,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> list[argparse.ArgumentParser
     s.add_argument("--dry-run", action="store_true", help="list every point as cached or why it runs; run nothing")
     s.add_argument("--force", action="store_true", help="rerun every point even when cached")
     s.add_argument("--no-figures", action="store_true", help="do not draw the study's figures")
+    s.add_argument("--where", action="append", metavar="KEY=V[,V...]",
+                   help="run only the points whose label or param KEY is one of the values (repeatable); the "
+                        "results then hold only those points and no figures are drawn")
     r = sub.add_parser("report", help="build the codesign report (figures, generated LaTeX, PDF) from study results",
                        description="Draw the figures and write the generated LaTeX from out/studies/*/results.json, "
                                    "then run latexmk.")
@@ -64,7 +67,8 @@ def run_study_command(args: argparse.Namespace) -> int:
     executor = args.executor or ("dask" if args.scheduler else "process")
     options = RunOptions(jobs=args.jobs, executor=executor, scheduler=args.scheduler,
                          out=Path(args.out) if args.out else None, force=args.force,
-                         topology_dir=Path(args.topologies), argv=("kernbench", *sys.argv[1:]))
+                         topology_dir=Path(args.topologies), argv=("kernbench", *sys.argv[1:]),
+                         where=parse_where(args.where))
     options = options.checked()
     studies = resolve(args.name)
     t0 = time.perf_counter()
@@ -81,7 +85,7 @@ def run_study_command(args: argparse.Namespace) -> int:
         return 0
     runs = run(plans, options)
     figures = 0
-    if not args.no_figures:
+    if not args.no_figures and not args.where:  # the figures need the whole grid
         from kernbench.benches.studies.figures import render_study
         from kernbench.benches.studies.results import load
 

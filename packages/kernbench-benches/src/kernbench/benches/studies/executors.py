@@ -15,6 +15,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import socket
+import threading
 from collections.abc import Callable, Iterator
 from urllib.parse import urlparse
 
@@ -56,28 +57,49 @@ def _address(scheduler: str) -> tuple[str, int]:
 
 
 def check_scheduler(scheduler: str) -> None:
-    """:class:`SchedulerError` unless a TCP connection to ``scheduler`` opens within :data:`CONNECT_TIMEOUT_S`."""
+    """:class:`SchedulerError` unless ``scheduler`` accepts a TCP connection and starts talking within
+    :data:`CONNECT_TIMEOUT_S` each (a Dask server sends its handshake as soon as it accepts)."""
     host, port = _address(scheduler)
     try:
-        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S):
-            pass
+        sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
     except OSError as exc:
         raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler} ({exc.strerror or exc}); start one "
                              f"with `dask scheduler` and `dask worker ADDRESS`, or drop --scheduler to use a "
                              f"local cluster") from None
+    with sock:
+        try:
+            first = sock.recv(1)
+        except OSError:
+            first = b""
+    if not first:
+        raise SchedulerError(f"{scheduler} accepted a connection but sent no handshake within {CONNECT_TIMEOUT_S:g} s: "
+                             f"it is not a working Dask scheduler; check the address")
 
 
 def connect(scheduler: str):
     """A ``distributed.Client`` of the scheduler at ``scheduler``, or :class:`SchedulerError` within about
-    ``2 × CONNECT_TIMEOUT_S`` seconds."""
+    ``3 × CONNECT_TIMEOUT_S`` seconds (the client is built in a helper thread with a hard deadline, because a peer
+    that speaks but is not Dask can stall the client's own handshake)."""
     check_scheduler(scheduler)
     from distributed import Client
 
-    try:
-        return Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s")
-    except Exception as exc:  # distributed raises OSError, TimeoutError, or decoding errors from a non-Dask peer
-        raise SchedulerError(f"{scheduler} accepted a connection but is not a working Dask scheduler "
-                             f"({type(exc).__name__}: {str(exc)[:120]}); check the address") from None
+    box: dict[str, object] = {}
+
+    def make() -> None:
+        try:
+            box["client"] = Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s")
+        except Exception as exc:  # OSError, TimeoutError, or decoding errors from a non-Dask peer
+            box["error"] = exc
+
+    worker = threading.Thread(target=make, name="kernbench-dask-connect", daemon=True)
+    worker.start()
+    worker.join(CONNECT_TIMEOUT_S + 1)
+    if "client" in box:
+        return box["client"]
+    exc = box.get("error")
+    what = f"{type(exc).__name__}: {str(exc)[:120]}" if exc else "no answer to the client handshake"
+    raise SchedulerError(f"{scheduler} accepted a connection but is not a working Dask scheduler ({what}); check "
+                         f"the address")
 
 
 def _dask(tasks: list[Task], jobs: int, scheduler: str | None) -> Iterator[tuple[int, object]]:

@@ -35,7 +35,8 @@ DISTRIBUTIONS = ("kernbench-topology", "kernbench-sim", "kernbench-components", 
 class RunOptions:
     """How to run studies. ``jobs`` None means the CPU count; ``out`` None means ``out/studies/NAME`` per study
     (a given ``out`` is used as is for one study and holds one folder per study for several); ``progress`` None
-    means "when stderr is a terminal"."""
+    means "when stderr is a terminal". ``where`` keeps only the points whose label or param ``key`` is one of the
+    given values (compared as text); the results then hold only those points."""
 
     jobs: int | None = None
     executor: str = "process"
@@ -46,6 +47,7 @@ class RunOptions:
     argv: tuple[str, ...] = ()
     progress: bool | None = None
     cache_root: Path | None = None
+    where: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def checked(self) -> RunOptions:
         """These options after validation (:class:`StudyError` naming the bad option)."""
@@ -119,6 +121,22 @@ def check_writable(folder: Path) -> None:
                          f"--out DIR") from None
 
 
+def parse_where(items: list[str] | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``["variant=load_load", "k_tiles=1,2"]`` -> ``(("variant", ("load_load",)), ("k_tiles", ("1", "2")))``."""
+    out = []
+    for item in items or ():
+        key, sep, values = item.partition("=")
+        if not sep or not key or not values:
+            raise StudyError(f"--where {item!r}: use KEY=VALUE[,VALUE...], e.g. --where variant=load_load")
+        out.append((key, tuple(values.split(","))))
+    return tuple(out)
+
+
+def _selected(point: Point, where: tuple[tuple[str, tuple[str, ...]], ...]) -> bool:
+    fields = {**point.labels, **point.params}
+    return all(key in fields and str(fields[key]) in values for key, values in where)
+
+
 def plan(studies: list[Study], options: RunOptions) -> list[StudyPlan]:
     """Key every point and look it up in the cache (``--force`` marks every point to run)."""
     options = options.checked()
@@ -126,7 +144,10 @@ def plan(studies: list[Study], options: RunOptions) -> list[StudyPlan]:
     plans = []
     for study in studies:
         planned = []
-        for i, point in enumerate(study.grid()):
+        points = [(i, p) for i, p in enumerate(study.grid()) if _selected(p, options.where)]
+        if not points:
+            raise StudyError(f"--where {options.where} selects no point of study {study.name!r}")
+        for i, point in points:
             parts = key_parts(study, point.params, options.topology_dir)
             key = parts.key()
             status, values, wall = cache.get(key)

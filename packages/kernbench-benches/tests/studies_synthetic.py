@@ -1,0 +1,73 @@
+"""Synthetic results documents for testing the figure and report pipeline without running simulations.
+
+The values are made up from simple formulas of the point params (not measurements, never shown anywhere but in
+test output folders); they only have to be complete, finite and different from point to point, so that tests can
+follow one value from a results file into a figure, a macro and the PDF.
+"""
+
+from __future__ import annotations
+
+from kernbench.benches.studies import results as res
+from kernbench.benches.studies.registry import get_study
+
+PROVENANCE = {"packages": {"kernbench-benches": "test"}, "python": "test", "topology_files": {},
+              "source_sha256": "0" * 64, "git_commit": None}
+
+
+def _gemm_values(p: dict) -> dict:
+    if p["series"] == "tiles":
+        m, k, n = 32, 32 * p["k_tiles"], 64
+    else:
+        m, k, n = p["m"], p["k"], p["n"]
+    tiles = -(-m // 32) * -(-n // 64) * -(-k // 32)
+    out_tiles = -(-m // 32) * -(-n // 64)
+    macs, tile_macs = m * k * n, tiles * 32 * 64 * 32
+    slow = {"ref_ref": 14.0, "load_ref": 9.0, "load_load": 1.0}[p["variant"]]
+    t = 30.0 + tiles * 16.384 * slow
+    model = t * (1.03 if tiles % 7 else 0.8)  # every seventh point misses by 20 %: an outlier to report
+    cb = 28.0 + tiles * 16.384
+    return {"m": m, "k": k, "n": n, "tile_m": 32, "tile_n": 64, "tile_k": 32, "tiles": tiles,
+            "output_tiles": out_tiles, "macs": macs, "tile_macs": tile_macs, "fill_ratio": macs / tile_macs,
+            "composite_ns": t, "mac_efficiency": macs / (4000 * t), "model_ns": model,
+            "model_efficiency": macs / (4000 * model), "model_error": (model - t) / t,
+            "model_bottleneck": "GEMM" if slow == 1 else "DMA_READ", "compute_bound_ns": cb,
+            "compute_bound_efficiency": macs / (4000 * cb), "model_read_ns": 16.384 * (slow - 1),
+            "model_fetch_ns": 12.0, "model_gemm_ns": 16.384, "model_store_ns": 8.0 * out_tiles / tiles,
+            "model_write_ns": 40.0 * out_tiles / tiles, "busy_dma_read_ns": tiles * 16.384 * (slow - 1),
+            "busy_fetch_ns": 12.0 * tiles, "busy_gemm_ns": 16.384 * tiles, "busy_store_ns": 8.0 * out_tiles,
+            "busy_dma_write_ns": 40.0 * out_tiles, "events": 50 + 4 * tiles}
+
+
+def _allreduce_values(p: dict) -> dict:
+    topo = p["topology"].removeprefix("6sip_2x3_").removesuffix(".yaml")
+    steps = {"ring_1d": 1.2, "torus_2d": 1.0, "mesh_2d_no_wrap": 1.15}[topo]
+    kind = {"tcm": 1.0, "sram": 1.3, "hbm": 1.31}[p["buffer_kind"]]
+    chan = p["hbm_channel_gbs"] or 16.0
+    if p["buffer_kind"] == "hbm":
+        kind = 1.0 + 0.31 * 16.0 / chan
+    b = p["bytes_per_pe"]
+    t = steps * (2000.0 + 0.35 * b * kind)
+    model = 0.94 * t
+    return {"sip_topology": topo, "sips": 6, "channel_gbs": chan, "allreduce_ns": t, "model_ns": model,
+            "model_alpha_ns": 0.94 * steps * 2000.0, "model_beta_ns_per_b": 0.94 * steps * 0.35 * kind,
+            "model_error": -0.06, "model_message_ns": 0.4 * model, "model_accumulate_ns": 0.5 * model,
+            "messages": 10, "accumulates": 7, "ipcq_messages": 198, "events": 1000 + b // 16}
+
+
+def synthetic_doc(name: str) -> dict:
+    """A complete results document of study ``name`` with made-up values (see the module docstring)."""
+    study = get_study(name)
+    make = {"gemm": _gemm_values, "allreduce": _allreduce_values}[name]
+    points = [{"labels": dict(p.labels), "params": dict(p.params), "values": make(dict(p.params))}
+              for p in study.grid()]
+    run = {"argv": ["test"], "executor": "serial", "jobs": 1, "wall_s": 0.0, "points_run": len(points),
+           "points_cached": 0, "point_wall_s": [0.01] * len(points)}
+    return res.document(study, points, {**PROVENANCE, "run": run})
+
+
+def write_synthetic(folder, names=("gemm", "allreduce")) -> dict:
+    """Write synthetic ``results.json`` files as ``folder/NAME/``; returns the documents."""
+    docs = {n: synthetic_doc(n) for n in names}
+    for n, doc in docs.items():
+        res.write(folder / n, doc)
+    return docs

@@ -1,0 +1,195 @@
+"""Results files, figures and the report: schema checks, determinism, grounding, and numbers reaching the PDF."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernbench.benches.studies import results as res
+from kernbench.benches.studies.base import SchemaError, StudyError
+from kernbench.benches.studies.figures import render_study
+from kernbench.benches.studies.report import build
+from kernbench.benches.studies.report.grounding import check_sections, check_text
+
+ROOT = Path(__file__).resolve().parents[3]
+REPORT = ROOT / "report"
+TOPOLOGIES = ROOT / "topologies"
+
+
+def _synthetic():
+    spec = importlib.util.spec_from_file_location("studies_synthetic", Path(__file__).with_name("studies_synthetic.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+SYN = _synthetic()
+
+
+# ------------------------------------------------------------------ results files
+
+
+def test_results_round_trip_and_csv(tmp_path):
+    doc = SYN.synthetic_doc("allreduce")
+    j, c = res.write(tmp_path, doc)
+    assert res.load(tmp_path) == doc == json.loads(j.read_text())
+    header, first = c.read_text().splitlines()[:2]
+    assert header.split(",")[:5] == ["panel", "topology", "bytes_per_pe", "buffer_kind", "hbm_channel_gbs"]
+    assert first.startswith("topology,6sip_2x3_ring_1d.yaml,16,tcm,,")
+    assert doc["fields"]["allreduce_ns"]["unit"] == "ns" and doc["schema_version"] == res.SCHEMA_VERSION
+
+
+@pytest.mark.parametrize(("mutate", "match"), [
+    (lambda d: d.update(schema_version=99), "schema version 99; this kernbench reads version 1"),
+    (lambda d: d.update(schema="other"), "has schema 'other'"),
+    (lambda d: d.pop("points"), "field 'points' is missing"),
+    (lambda d: d["points"][0]["values"].update(mystery=1.0), "value 'mystery' has no unit"),
+])
+def test_a_bad_results_file_is_a_schema_error(tmp_path, mutate, match):
+    doc = SYN.synthetic_doc("gemm")
+    mutate(doc)
+    (tmp_path / "results.json").write_text(json.dumps(doc))
+    with pytest.raises(SchemaError, match=match):
+        res.load(tmp_path / "results.json")
+
+
+def test_missing_or_broken_results_files(tmp_path):
+    with pytest.raises(SchemaError, match="does not exist; run `kernbench study NAME` first"):
+        res.load(tmp_path)
+    (tmp_path / "results.json").write_text("{not json")
+    with pytest.raises(SchemaError, match="not valid JSON"):
+        res.load(tmp_path)
+
+
+def test_the_figure_step_refuses_a_wrong_schema_version(tmp_path):
+    doc = SYN.synthetic_doc("gemm")
+    doc["schema_version"] = 2
+    with pytest.raises(SchemaError, match="schema version 2"):
+        render_study(doc, tmp_path)
+    assert not list(tmp_path.iterdir())
+
+
+# ------------------------------------------------------------------ figures
+
+
+def test_figures_are_deterministic_and_undated(tmp_path):
+    doc = SYN.synthetic_doc("allreduce")
+    a = render_study(doc, tmp_path / "a")
+    b = render_study(copy.deepcopy(doc), tmp_path / "b")
+    assert [p.name for p in a] == [p.name for p in b] and len(a) == 6
+    for pa, pb in zip(a, b, strict=True):
+        assert pa.read_bytes() == pb.read_bytes(), pa.name
+    svg = (tmp_path / "a" / "allreduce_topologies.svg").read_text()
+    assert "<dc:date>" not in svg and "µs" in svg and "payload per PE (bytes" in svg  # axis labels with units
+    pdf = (tmp_path / "a" / "allreduce_topologies.pdf").read_bytes()
+    assert b"/CreationDate" not in pdf and b"/ModDate" not in pdf
+    # a changed run record (wall times) does not redraw; a changed value does
+    mtime = (tmp_path / "a" / "allreduce_sensitivity.svg").stat().st_mtime_ns
+    doc["provenance"]["run"]["wall_s"] = 99.0
+    render_study(doc, tmp_path / "a")
+    assert (tmp_path / "a" / "allreduce_sensitivity.svg").stat().st_mtime_ns == mtime
+    doc["points"][-1]["values"]["allreduce_ns"] *= 1.5
+    render_study(doc, tmp_path / "a")
+    assert (tmp_path / "a" / "allreduce_sensitivity.svg").read_bytes() != (
+        tmp_path / "b" / "allreduce_sensitivity.svg").read_bytes()
+
+
+# ------------------------------------------------------------------ grounding
+
+
+def test_the_report_sections_contain_no_hand_typed_number():
+    assert check_sections(REPORT / "sections") == []
+
+
+def test_grounding_catches_a_planted_latency(tmp_path):
+    sections = tmp_path / "sections"
+    shutil.copytree(REPORT / "sections", sections)
+    target = sections / "04-allreduce.tex"
+    target.write_text(target.read_text().replace(r"\textbf{Topology.}", r"\textbf{Topology.} It takes 36.4~\textmu s.",
+                                                 1))
+    (v,) = check_sections(sections)
+    assert v.path == target and v.number == "36.4" and "36.4" in str(v)
+
+
+@pytest.mark.parametrize(("text", "numbers"), [
+    (r"six SIPs as a 2$\times$3 grid on \texttt{torus\_2d}, PE~0, f16", []),
+    (r"$T = d + R_1 + (n - 1)\,P$ and \label{fig:x2} \includegraphics[width=0.9\linewidth]{a1}", []),
+    (r"the ring is 13.1\,\% slower", ["13.1"]),
+    (r"$T = 25$ ns", ["25"]),
+    (r"about 25 % % a comment with 99", ["25"]),
+])
+def test_grounding_allow_list(text, numbers):
+    assert [v.number for v in check_text(text)] == numbers
+
+
+# ------------------------------------------------------------------ generated LaTeX and the PDF
+
+
+def _generate(tmp_path: Path, docs: dict) -> build.Generated:
+    studies = tmp_path / "studies"
+    for name, doc in docs.items():
+        res.write(studies / name, doc)
+    return build.generate(studies, REPORT, tmp_path / "report", TOPOLOGIES)
+
+
+def test_every_macro_the_sections_use_is_generated(tmp_path):
+    gen = _generate(tmp_path, {n: SYN.synthetic_doc(n) for n in ("gemm", "allreduce")})
+    generated = "".join((gen.tex_dir / "generated" / f).read_text()
+                        for f in ("numbers.tex", "claims.tex", "figures.tex"))
+    defined = set(re.findall(r"\\newcommand\{\\(kb\w+)\}", generated))
+    used = set()
+    for path in (REPORT / "sections").glob("*.tex"):
+        used |= set(re.findall(r"\\(kb[A-Za-z]+)", path.read_text()))
+    assert used <= defined, sorted(used - defined)
+    numbers = json.loads((gen.tex_dir / "generated" / "numbers.json").read_text())
+    assert len(numbers) == len(re.findall(r"\\newcommand", (gen.tex_dir / "generated" / "numbers.tex").read_text()))
+    assert numbers["kbArTorusMax"]["unit"] == r"\textmu{}s" and "allreduce_ns" in numbers["kbArTorusMax"]["source"]
+    hw = (gen.tex_dir / "generated" / "hardware.tex").read_text()
+    assert r"\texttt{\footnotesize pe.gemm.tile\_k}" in hw and "topologies/topology.yaml" in hw
+    assert "has not been run" in (gen.tex_dir / "generated" / "gqa-results.tex").read_text()
+
+
+def test_missing_results_name_the_command(tmp_path):
+    with pytest.raises(SchemaError, match="run `kernbench study NAME` first"):
+        build.generate(tmp_path / "none", REPORT, tmp_path / "report", TOPOLOGIES)
+
+
+def test_missing_latexmk_says_what_to_install(monkeypatch):
+    monkeypatch.setattr(build.shutil, "which", lambda name: None)
+    with pytest.raises(StudyError, match="apt-get install -y latexmk texlive-latex-recommended texlive-latex-extra "
+                                         "texlive-science"):
+        build.latexmk()
+
+
+def _pdf_text(pdf: Path) -> str:
+    out = subprocess.run(["pdftotext", "-enc", "UTF-8", str(pdf), "-"], capture_output=True, text=True, check=True)
+    return re.sub(r"\s+", " ", out.stdout.replace("\u2212", "-"))
+
+
+@pytest.mark.skipif(shutil.which("latexmk") is None or shutil.which("pdftotext") is None,
+                    reason="TeX (latexmk) and poppler-utils (pdftotext) are needed; .ci/run installs them")
+def test_the_pdf_shows_every_generated_number_and_follows_the_results(tmp_path):
+    docs = {n: SYN.synthetic_doc(n) for n in ("gemm", "allreduce")}
+    gen = _generate(tmp_path, docs)
+    pdf = build.build_pdf(gen, tmp_path / "report")
+    text = _pdf_text(pdf)
+    numbers = json.loads((gen.tex_dir / "generated" / "numbers.json").read_text())
+    missing = [name for name, n in numbers.items() if n["text"] not in text]
+    assert missing == []
+    before = numbers["kbArTorusMax"]["text"]
+    # change one result: the torus latency at the largest payload
+    (row,) = [p for p in docs["allreduce"]["points"] if p["labels"]["panel"] == "topology"
+              and p["params"]["topology"] == "6sip_2x3_torus_2d.yaml" and p["params"]["bytes_per_pe"] == 98304]
+    row["values"]["allreduce_ns"] = 77777.0
+    gen = _generate(tmp_path, docs)
+    text = _pdf_text(build.build_pdf(gen, tmp_path / "report"))
+    after = json.loads((gen.tex_dir / "generated" / "numbers.json").read_text())["kbArTorusMax"]["text"]
+    assert after == "77.8" != before
+    assert "77.8 µs" in text
