@@ -32,7 +32,7 @@ def test_run_json_contract_and_trace(cli, tmp_path: Path):
     events = json.loads(trace.read_text())["traceEvents"]
     names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
     assert "sip0.cube0.pe0" in names
-    gemm = [e for e in events if e["ph"] == "X" and e["name"] == "GEMM"]
+    gemm = [e for e in events if e["ph"] == "X" and e["name"] == "gemm"]
     assert len(gemm) == data["op_counts"]["gemm"] and all(e["dur"] > 0 for e in gemm)
 
 

@@ -96,7 +96,7 @@ def test_opt2_streams_v_only_after_its_softmax_prologue(graph):
     _decode(graph, "opt2", 512, 8, data=False, keep=keep)
     recs = keep["ctx"].engine.oplog.records
     v_base = keep["v"].shards[0][1].encode()
-    copies = sorted(r.t_end for r in recs if r.op_name == "MATH" and r.params.get("op") == "copy")
+    copies = sorted(r.t_end for r in recs if r.op_name == "math" and r.params.get("op") == "copy")
     v_reads = [r for r in recs if r.op_name == "dma_read" and v_base <= r.params["src"] < v_base + 512 * 128]
     assert len(copies) == 8 and len(v_reads) == 8 * 2  # 8 tiles, two K steps of 32 rows each
     for r in v_reads:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from kernbench.components import default_registry
+from kernbench.components.launch import KernelLaunchMsg
 from kernbench.sim import GraphEngine, MemoryWriteMsg
-from kernbench.sim.messages import KernelLaunchMsg
 from kernbench.tl import TensorArg
 from kernbench.topology import AddressResolver
 

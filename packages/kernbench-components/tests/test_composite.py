@@ -17,8 +17,8 @@ import pytest
 from components_testkit import deploy, launch_on_pe0
 
 from kernbench.components import default_registry
+from kernbench.components.launch import KernelLaunchMsg
 from kernbench.sim import GraphEngine
-from kernbench.sim.messages import KernelLaunchMsg
 from kernbench.topology import compile_spec, spec_from_dict
 
 G = 2 * 32 * 64 * 32 / 8e3
@@ -249,7 +249,7 @@ def test_math_head_composite_matches_numpy(graph, head, staged):
     got = eng.memory.read_array(args[1].addr.encode(), (70, 150), "float16").astype(np.float32)
     np.testing.assert_allclose(got, ref, rtol=3e-3, atol=3e-3)
     tiles = math.ceil(70 / 32) * math.ceil(150 / 64)
-    heads = [r for r in eng.oplog.records if r.op_name == "MATH" and r.params["op"] == head]
+    heads = [r for r in eng.oplog.records if r.op_name == "math" and r.params["op"] == head]
     assert len(heads) == tiles
     reads = [r for r in eng.oplog.records if r.op_name == "dma_read"]
     assert len(reads) == (2 if staged else tiles + 1)  # x (once or per tile) and the bias vector

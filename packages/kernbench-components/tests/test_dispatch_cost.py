@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kernbench.components import KernelError, default_registry
+from kernbench.components.launch import KernelLaunchMsg
 from kernbench.sim import GraphEngine
-from kernbench.sim.messages import KernelLaunchMsg
 from kernbench.tl import DescriptorTooLarge, TensorArg
 from kernbench.topology import AddressResolver, compile_spec, spec_from_dict
 

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from components_testkit import deploy, launch_on_pe0
 
-from kernbench.components.pe.composite_cmd import CompositeCmd, split
+from kernbench.components.pe.composite_cmd import CompositeCmd
+from kernbench.components.pe.composite_plan import split
 from kernbench.tl import TLError, record
 from kernbench.tl.recipes import RECIPES, Recipe, Step
 from kernbench.topology import compile_spec, spec_from_dict
@@ -122,7 +123,7 @@ def test_dma_reads_follow_operand_space(graph):
 
 
 def test_the_scheduler_never_imports_recipes():
-    code = ("import sys; import kernbench.components.pe.engines, kernbench.components.pe.composite; "
+    code = ("import sys; import kernbench.components.pe.scheduler, kernbench.components.pe.composite_run; "
             "print('kernbench.tl.recipes' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -298,7 +299,7 @@ def test_composites_sharing_a_read_write_handle_run_in_order_without_interleavin
     _ok(launch_on_pe0(eng, kernel, []))
     first, second = _composites(eng)
     assert second.t_start >= first.t_end
-    gemms = [r for r in eng.oplog.records if r.op_name == "GEMM"]
+    gemms = [r for r in eng.oplog.records if r.op_name == "gemm"]
     n = len(gemms) // 2
     assert max(r.t_end for r in gemms[:n]) <= min(r.t_start for r in gemms[n:])
 
@@ -340,7 +341,7 @@ def test_prologue_runs_before_the_loop_streams_anything(graph):
     eng, args = deploy(graph, [v])
     _ok(launch_on_pe0(eng, lambda tl, v_: (_merge_kernel(tl, v_), tl.wait()), args))
     recs = eng.oplog.records
-    copy = next(r for r in recs if r.op_name == "MATH" and r.params.get("op") == "copy")
+    copy = next(r for r in recs if r.op_name == "math" and r.params.get("op") == "copy")
     reads = [r for r in recs if r.op_name == "dma_read"]
     assert reads and min(r.t_start for r in reads) >= copy.t_end
 
@@ -375,7 +376,7 @@ def test_leaving_a_scope_waits_for_composites_on_its_scratch(graph):
         with tl.scratch_scope():
             tmp = tl.load(a_)
             tl.composite("exp", tmp, out)
-        seen["left"] = tl._cpu.engine.now
+        seen["left"] = tl.now_ns
         tl.store(c_, out)
 
     _ok(launch_on_pe0(eng, kernel, args))

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from kernbench.components import KernelError, default_registry
+from kernbench.components.launch import KernelLaunchMsg
 from kernbench.sim import GraphEngine, MemoryWriteMsg
-from kernbench.sim.messages import KernelLaunchMsg
 from kernbench.tl import ScratchOverflowError, TensorArg, TLError
 from kernbench.topology import AddressResolver, compile_spec, spec_from_dict
 
@@ -225,7 +225,8 @@ def test_gemm_time_counts_full_tiles(graph):
 
 def test_command_list_mode_records_without_time(graph):
     from kernbench.components.pe.commands import ComputeCmd, DmaReadCmd, DmaWriteCmd
-    from kernbench.components.pe.composite_cmd import CompositeCmd, split
+    from kernbench.components.pe.composite_cmd import CompositeCmd
+    from kernbench.components.pe.composite_plan import split
     from kernbench.tl import record
 
     res = AddressResolver(graph)
@@ -293,18 +294,22 @@ def test_comm_virtual_channel_does_not_queue_behind_compute(graph):
 
 
 def test_a_kernel_waiting_forever_is_a_deadlock_naming_the_pe(graph):
+    from kernbench.components.pe.cpu import PeCpu
     from kernbench.sim.errors import DeadlockError
 
-    never = []
+    class Stuck:  # a minimal kernel language over the PE_CPU's host protocol
+        def __init__(self, slot):
+            self.slot = slot
+            self.waiting = "an event nothing triggers"
+            self.pending_events = []
 
-    def kernel(tl):
-        ev = tl._event()  # an event nothing will ever trigger
-        never.append(ev)
-        tl._block(ev)
+    def kernel(ctx):
+        ctx.slot.suspend(ctx.slot.event())  # an event nothing will ever trigger
 
-    eng = GraphEngine(graph, default_registry())
+    eng = GraphEngine(graph, default_registry().replace("pe_cpu", PeCpu.with_language(Stuck)))
     req = eng.submit(KernelLaunchMsg("stuck", kernel, (((0, 2, 3), ()),)))
     with pytest.raises(DeadlockError) as info:
         eng.wait(req)
     msg = str(info.value)
-    assert "KernelLaunchMsg" in msg and "sip0.cube2.pe3 runs kernel 'stuck' waiting for" in msg
+    assert "KernelLaunchMsg" in msg
+    assert "sip0.cube2.pe3 runs kernel 'stuck' waiting for an event nothing triggers" in msg

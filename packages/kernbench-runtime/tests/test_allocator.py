@@ -279,16 +279,23 @@ def test_freeing_another_units_address_raises(spec):
         b.free_hbm(tcm, 64)
 
 
-def test_tcm_excludes_the_scratch_region(spec, resolver):
+# Composite staging at the bottom of the TCM: two buffers for each of a, b and c, each the largest block of the
+# default 32 x 64 x 32 tile (32 * 64 elements) at 4 bytes.
+STAGING = 2 * 3 * 32 * 64 * 4
+
+
+def test_tcm_excludes_the_staging_and_scratch_regions(spec, resolver):
     alloc = PEMemAllocator(1, 15, 7, spec)
     assert alloc.tcm_scratch_range == (TCM - SCRATCH, TCM)
-    assert alloc.tcm.capacity == 15 * MIB
-    addr = alloc.alloc_tcm(15 * MIB)
-    assert addr == PhysAddr(1, 15, "tcm", 0, pe=7)
-    assert resolver.resolve(addr, 15 * MIB) == "sip1.cube15.pe7.pe_tcm"
+    assert alloc.tcm_staging_range == (0, STAGING)
+    heap = TCM - SCRATCH - STAGING
+    assert alloc.tcm.capacity == heap
+    addr = alloc.alloc_tcm(heap)
+    assert addr == PhysAddr(1, 15, "tcm", STAGING, pe=7)
+    assert resolver.resolve(addr, heap) == "sip1.cube15.pe7.pe_tcm"
     with pytest.raises(AllocationError, match=r"TCM of sip1\.cube15\.pe7"):
         alloc.alloc_tcm(1)
-    alloc.free_tcm(addr, 15 * MIB)
+    alloc.free_tcm(addr, heap)
     assert alloc.tcm.used == 0
 
 
@@ -296,14 +303,19 @@ def test_tcm_scratch_size_comes_from_the_spec():
     spec = spec_from_dict({"pe": {"tcm": {"capacity_mib": 4, "scratch_mib": 2.5}}})
     alloc = PEMemAllocator(0, 0, 0, spec)
     assert alloc.tcm_scratch_range == (1536 * KIB, 4 * MIB)
-    alloc.alloc_tcm(1536 * KIB)
+    alloc.alloc_tcm(1536 * KIB - STAGING)
     with pytest.raises(AllocationError):
         alloc.alloc_tcm(16)
 
 
+def test_staging_grows_with_the_gemm_tile():
+    spec = spec_from_dict({"pe": {"gemm": {"tile_m": 64, "tile_n": 64, "tile_k": 128}}})
+    assert PEMemAllocator(0, 0, 0, spec).tcm_staging_range == (0, 2 * 3 * 64 * 128 * 4)
+
+
 @settings(max_examples=60, deadline=None)
 @given(sizes=st.lists(st.integers(1, 3 * MIB), min_size=1, max_size=30), pe=st.integers(0, 7))
-def test_tcm_allocations_never_touch_scratch(spec, sizes, pe):
+def test_tcm_allocations_never_touch_staging_or_scratch(spec, sizes, pe):
     alloc = PEMemAllocator(0, 1, pe, spec)
     spans = []
     for n in sizes:
@@ -314,7 +326,7 @@ def test_tcm_allocations_never_touch_scratch(spec, sizes, pe):
         d = decode(addr.encode())
         assert (d.kind, d.pe) == ("tcm", pe)
         assert d.offset % 16 == 0
-        assert d.offset + n <= TCM - SCRATCH
+        assert d.offset >= STAGING and d.offset + n <= TCM - SCRATCH
         spans.append((d.offset, d.offset + n))
     spans.sort()
     for (_, e0), (s1, _) in itertools.pairwise(spans):

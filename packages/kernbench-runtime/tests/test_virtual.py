@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from kernbench.components import KernelError
+from kernbench.components.launch import KernelLaunchMsg
 from kernbench.runtime import DPPolicy, RuntimeContext
-from kernbench.sim.messages import KernelLaunchMsg
 from kernbench.tl import TensorArg
 from kernbench.topology import compile_spec, spec_from_dict
 

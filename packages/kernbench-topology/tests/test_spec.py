@@ -444,3 +444,10 @@ def test_tcm_and_sram_capacity_limits():
     assert spec_from_dict({"pe": {"tcm": {"capacity_mib": 16384.0}}}).pe.tcm.capacity_mib == 16384.0
     _raises({"pe": {"tcm": {"capacity_mib": 16385.0}}}, "pe.tcm.capacity_mib", str(1 << 34))
     _raises({"cube": {"sram": {"capacity_mib": 16385.0}}}, "cube.sram.capacity_mib", str(1 << 34))
+
+
+def test_scratch_must_leave_room_for_the_composite_staging_buffers():
+    # 16 MiB TCM, 32 x 64 x 32 tile: staging is 6 buffers of 32 * 64 * 4 bytes = 48 KiB
+    spec_from_dict({"pe": {"tcm": {"scratch_mib": 16.0 - 48 / 1024}}})
+    _raises({"pe": {"tcm": {"scratch_mib": 16.0 - 47 / 1024}}}, "pe.tcm.scratch_mib",
+            "49152 bytes of composite staging")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from kernbench.ccl.neighbours import NeighbourError, Table
 from kernbench.components.pe.ipcq import BUFFER_KINDS, OPPOSITE, IpcqLink
 from kernbench.runtime import RuntimeContext
+from kernbench.topology import naming as nm
 from kernbench.topology.address import PhysAddr
 from kernbench.topology.errors import KernbenchError
 
@@ -42,7 +43,7 @@ class Installation:
 
 
 def _ipcq(ctx: RuntimeContext, pe):
-    return ctx.engine.components[f"sip{pe[0]}.cube{pe[1]}.pe{pe[2]}.pe_ipcq"]
+    return ctx.engine.components[nm.pe_block(*pe, "pe_ipcq")]
 
 
 def install(ctx: RuntimeContext, table: Table, buffer_kind: str = "tcm") -> Installation:

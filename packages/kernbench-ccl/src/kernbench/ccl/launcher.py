@@ -65,7 +65,7 @@ class Launcher:
         ranks = [greenlet(lambda r=r: fn(r, *args)) for r in range(nprocs)]
         for r, g in enumerate(ranks):
             self._rank_of[g] = r
-            ctx._device_of[g] = r
+            ctx.bind_device(r, g)
         waiting: dict = {}
         self._nprocs = nprocs
         previous_hook = ctx.wait_hook

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from kernbench.components.pe.ipcq import OPPOSITE
 from kernbench.topology.errors import KernbenchError
+from kernbench.topology.spec import SIP_TOPOLOGIES
 
 Pe = tuple[int, int, int]
 Table = dict[Pe, dict[str, Pe]]
 
 #: SIP topologies the inter-SIP links can follow.
-SIP_TOPOLOGIES = ("ring_1d", "torus_2d", "mesh_2d_no_wrap")
 
 
 class NeighbourError(KernbenchError):

@@ -1,12 +1,42 @@
-"""kernbench.components — the modeled hardware blocks and their default registry."""
+"""kernbench.components — the modeled hardware blocks and their default registry.
 
-from kernbench.components.endpoints import HostCpu, IoCpu, PeDma, Requester
-from kernbench.components.forwarding import Forwarding, PcieEndpoint
-from kernbench.components.launch import KernelError, LaunchResult
-from kernbench.components.memory import HbmCtrl, LinkBoundMemory, MCpu, Sram
-from kernbench.components.registry import BUILTIN, default_registry
+The names below are re-exported lazily (on first access), so importing one
+block module (``kernbench.components.pe.commands``, as the kernel language
+does) does not load the whole package and its composition root.
+"""
 
-__all__ = [
-    "BUILTIN", "Forwarding", "HbmCtrl", "HostCpu", "IoCpu", "KernelError", "LaunchResult", "LinkBoundMemory",
-    "MCpu", "PcieEndpoint", "PeDma", "Requester", "Sram", "default_registry",
-]
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "BUILTIN": "kernbench.components.registry",
+    "default_registry": "kernbench.components.registry",
+    "Forwarding": "kernbench.components.forwarding",
+    "PcieEndpoint": "kernbench.components.forwarding",
+    "HbmCtrl": "kernbench.components.memory",
+    "LinkBoundMemory": "kernbench.components.memory",
+    "MCpu": "kernbench.components.m_cpu",
+    "Sram": "kernbench.components.memory",
+    "HostCpu": "kernbench.components.host",
+    "IoCpu": "kernbench.components.io_cpu",
+    "PeDma": "kernbench.components.pe.dma",
+    "Requester": "kernbench.components.requester",
+    "KernelError": "kernbench.components.launch",
+    "KernelLaunchMsg": "kernbench.components.launch",
+    "MmuMapMsg": "kernbench.components.pe.mmu",
+    "LaunchResult": "kernbench.components.launch",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kernbench.components' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,31 +1,54 @@
-"""Kernel launch over the control plane: host -> IO_CPU -> M_CPU -> PE_CPU and back.
+"""The kernel-launch protocol: its messages, the records passed down and back, and the barrier rule.
+
+The path, one file per hop: :mod:`kernbench.components.host` submits and
+completes; :mod:`~kernbench.components.io_cpu` fans a SIP's launch out to its
+cubes; :mod:`~kernbench.components.m_cpu` fans a cube's launch out to its PEs;
+:mod:`~kernbench.components.pe.cpu` runs the kernel and reports back.
 
 Every hop is a zero-byte control message (exact, contention-free timing).
-The IO_CPU stamps one barrier time for the whole launch, the sum of the two
-dispatch legs to the farthest target::
-
-    target_start = t_io + max over targets of
-                   [ latency(IO_CPU -> M_CPU) + overhead(M_CPU)
-                     + latency(M_CPU -> PE_CPU) + overhead(PE_CPU) ]
-
-where ``t_io`` is when the IO_CPU has processed the launch and ``latency``
-counts the overheads of the nodes after the source plus wire propagation. No
-PE can reach its kernel body later than that, so all start together.
-Completion reports travel back the same way; a failure is carried to the
-host, which reports the first failing PE in (sip, cube, pe) order.
+The IO_CPU stamps one barrier time for the whole launch (the formula is in
+:mod:`~kernbench.components.io_cpu`), so every PE enters its kernel body at
+the same time. Completion reports travel back the same way; a failure is
+carried to the host, which reports the first failing PE in (sip, cube, pe)
+order.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kernbench.sim.messages import SipLaunch
+from kernbench.sim.errors import MessageError
+from kernbench.sim.messages import MessageKind
 from kernbench.topology import naming as nm
 from kernbench.topology.errors import KernbenchError
 
 
 class KernelError(KernbenchError):
     """A kernel raised while running on a PE; names the kernel, the PE and the kernel's message."""
+
+
+@dataclass(frozen=True, slots=True)
+class KernelLaunchMsg:
+    """Launch kernel ``fn`` (named ``kernel``) on every target PE.
+
+    ``targets`` lists ``((sip, cube, pe), args)``: each PE gets its own
+    argument tuple (its local tensor shards). The host submits one message;
+    IO_CPUs, M_CPUs and PE_CPUs fan it out over control paths.
+    """
+
+    kernel: str
+    fn: Callable = field(repr=False, compare=False)
+    targets: tuple[tuple[tuple[int, int, int], tuple], ...] = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SipLaunch:
+    """The part of a :class:`KernelLaunchMsg` the host sends to one SIP's IO_CPU."""
+
+    msg: KernelLaunchMsg
+    sip: int
+    targets: tuple[tuple[tuple[int, int, int], tuple], ...] = field(repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,82 +130,7 @@ def program_grid(targets) -> dict[tuple[int, int, int], tuple[tuple[int, int], t
     return out
 
 
-class IoCpuLaunch:
-    """IO_CPU control role: fan a SIP's launch out to its M_CPUs and aggregate their reports."""
-
-    __slots__ = ()
-
-    def blocked(self) -> str | None:
-        """PE failures of launches whose other cubes never finished (see :meth:`MCpuLaunch.blocked`)."""
-        return _failed_while_waiting(self, self.pending)
-
-    def on_control(self, payload: object, t: float, transfer) -> None:
-        """Handle a launch from the host or a report from an M_CPU."""
-        eng = self.engine
-        if isinstance(payload, SipLaunch):
-            t_io = t + self.overhead_ns
-            by_cube: dict[int, list] = {}
-            for target in payload.targets:
-                by_cube.setdefault(target[0][1], []).append(target)
-            legs = {}
-            worst = 0.0
-            for cube, targets in by_cube.items():
-                m_cpu = nm.m_cpu(payload.sip, cube)
-                leg1 = eng.router.control_path(self.id, m_cpu)
-                legs[cube] = leg1
-                lat1 = eng.control_latency_ns(leg1) + eng.components[m_cpu].overhead_ns
-                for (sip, c, pe), _ in targets:
-                    pe_cpu = nm.pe_block(sip, c, pe, "pe_cpu")
-                    lat2 = eng.control_latency_ns(eng.router.control_path(m_cpu, pe_cpu))
-                    worst = max(worst, lat1 + lat2 + eng.components[pe_cpu].overhead_ns)
-            target_start = t_io + worst
-            self.pending[transfer.request.corr_id] = [len(by_cube), []]
-            for cube in sorted(by_cube):
-                msg = CubeLaunch(payload, cube, tuple(by_cube[cube]), target_start, self.id)
-                eng.send_control(transfer.request, legs[cube], msg, t_start=t_io, apply_source_overhead=False)
-            launch_result(transfer.request).target_start_ns[payload.sip] = target_start
-        elif isinstance(payload, LaunchReport):
-            if _collect(self.pending, transfer.request.corr_id, payload.reports):
-                reports = self.pending.pop(transfer.request.corr_id)[1]
-                eng.send_control(transfer.request, eng.router.control_path(self.id, nm.HOST),
-                                 LaunchReport(payload.sip, tuple(reports)), t_start=t + self.overhead_ns,
-                                 apply_source_overhead=False)
-        else:
-            super().on_control(payload, t, transfer)
-
-
-class MCpuLaunch:
-    """M_CPU control role: fan a cube's launch out to its PE_CPUs and aggregate their reports."""
-
-    __slots__ = ()
-
-    def blocked(self) -> str | None:
-        """PE failures of launches whose other PEs never finished (so a deadlock report shows the cause)."""
-        return _failed_while_waiting(self, self.pending)
-
-    def on_control(self, payload: object, t: float, transfer) -> None:
-        """Handle a launch from the IO_CPU or a report from a PE_CPU."""
-        eng = self.engine
-        if isinstance(payload, CubeLaunch):
-            t0 = t + self.overhead_ns
-            grid = program_grid(payload.launch.targets)
-            self.pending[transfer.request.corr_id] = [len(payload.targets), [], payload.io_cpu]
-            for (sip, cube, pe), args in payload.targets:
-                pid, nprog = grid[(sip, cube, pe)]
-                msg = PeLaunch(payload.launch, (sip, cube, pe), args, pid, nprog, payload.target_start_ns, self.id)
-                path = eng.router.control_path(self.id, nm.pe_block(sip, cube, pe, "pe_cpu"))
-                eng.send_control(transfer.request, path, msg, t_start=t0, apply_source_overhead=False)
-        elif isinstance(payload, LaunchReport):
-            if _collect(self.pending, transfer.request.corr_id, payload.reports):
-                _, reports, io_cpu = self.pending.pop(transfer.request.corr_id)
-                eng.send_control(transfer.request, eng.router.control_path(self.id, io_cpu),
-                                 LaunchReport(payload.sip, tuple(reports)), t_start=t + self.overhead_ns,
-                                 apply_source_overhead=False)
-        else:
-            super().on_control(payload, t, transfer)
-
-
-def _failed_while_waiting(component, pending: dict) -> str | None:
+def failed_while_waiting(component, pending: dict) -> str | None:
     """Launches a fan-in point still waits on although some of their PEs already failed (deadlock reports)."""
     parts = []
     for corr, entry in pending.items():
@@ -192,31 +140,9 @@ def _failed_while_waiting(component, pending: dict) -> str | None:
     return f"{component.id}: {' | '.join(parts)}" if parts else None
 
 
-class HostLaunch:
-    """Host role in a launch: complete the request when every SIP has reported."""
-
-    __slots__ = ()
-
-    def on_control(self, payload: object, t: float, transfer) -> None:
-        """Record a SIP's reports; finish the launch request after the last one."""
-        if not isinstance(payload, LaunchReport):
-            super().on_control(payload, t, transfer)
-        req = transfer.request
-        result = launch_result(req)
-        for r in payload.reports:
-            result.reports[r.pe] = r
-        req.pending -= 1
-        if req.pending == 0:
-            failures = sorted((r for r in result.reports.values() if r.error is not None), key=_pe_order)
-            if failures:
-                r = failures[0]
-                req.error = KernelError(f"kernel {result.kernel!r} failed on {r.pe}: {r.error}")
-            self.engine.finish(req, t)
-
-
-def _pe_order(report: PeReport) -> tuple:
-    loc = nm.locate(f"{report.pe}.pe_cpu")
-    return loc.sip, loc.cube, loc.pe
+def pe_order(report: PeReport) -> tuple:
+    """Sort key of a report: its PE's (sip, cube, pe)."""
+    return nm.pe_coords(report.pe)
 
 
 def launch_result(request) -> LaunchResult:
@@ -226,8 +152,42 @@ def launch_result(request) -> LaunchResult:
     return request.result
 
 
-def _collect(pending: dict, key: int, reports) -> bool:
+def collect(pending: dict, key: int, reports) -> bool:
+    """Add ``reports`` to the fan-in entry ``pending[key]`` (``[left, reports, ...]``); True when it is complete."""
     entry = pending[key]
     entry[1].extend(reports)
     entry[0] -= 1
     return entry[0] == 0
+
+
+def _start_launch(engine, req) -> None:
+    """Check the targets, then send one :class:`SipLaunch` per SIP from the host to that SIP's IO_CPU."""
+    msg: KernelLaunchMsg = req.msg
+    if not msg.targets:
+        raise MessageError(f"kernel launch {msg.kernel!r} has no target PEs")
+    pes = [t[0] for t in msg.targets]
+    if len(set(pes)) != len(pes):
+        dup = sorted({p for p in pes if pes.count(p) > 1})[0]
+        raise MessageError(f"kernel launch {msg.kernel!r} targets PE {nm.pe_prefix(*dup)} twice")
+    by_sip: dict[int, list] = {}
+    for (sip, cube, pe), args in msg.targets:
+        engine.resolver.find_pe_block(sip, cube, pe, "pe_cpu")
+        by_sip.setdefault(sip, []).append(((sip, cube, pe), args))
+    paths = {sip: engine.router.control_path(nm.HOST, engine.resolver.find_io_cpu(sip)) for sip in sorted(by_sip)}
+    for path in paths.values():
+        engine.route(path)  # every node on the way must have a component before anything is sent
+    req.source = nm.HOST
+    req.op_name = "kernel_launch"
+    req.pending = len(paths)
+    for sip, path in paths.items():
+        engine.send_control(req, path, SipLaunch(msg, sip, tuple(sorted(by_sip[sip], key=lambda t: t[0]))))
+
+
+def _complete_launch(engine, req) -> None:
+    engine.oplog.record(req.t_submit, req.t_end, req.source, "control", "kernel_launch",
+                        {"corr_id": req.corr_id, "kernel": req.msg.kernel, "pes": len(req.msg.targets),
+                         "ok": req.error is None})
+
+
+#: How the engine starts and completes a kernel launch.
+LAUNCH_KIND = MessageKind(KernelLaunchMsg, _start_launch, _complete_launch)

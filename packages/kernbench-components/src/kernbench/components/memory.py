@@ -1,4 +1,4 @@
-"""Terminal memories: HBM controller (pseudo-channels), SRAM and the M_CPU.
+"""Terminal memories: HBM controller (pseudo-channels) and SRAM (the M_CPU's memory is in ``m_cpu.py``).
 
 Each shifts an arriving packet's flits by its ``overhead_ns`` (access
 latency) and then serves them:
@@ -10,7 +10,7 @@ latency) and then serves them:
   one "free at" time per channel. A hot channel therefore queues while its
   neighbours idle. A 2-D (strided) transfer's rows land at their real
   addresses, so a narrow block of a wide matrix can hit few channels.
-* :class:`Sram` and :class:`MCpu` are bounded by the link that feeds them:
+* :class:`Sram` (and the M_CPU) are bounded by the link that feeds them:
   a write is done when its last flit has arrived, a read streams its data
   back at link speed.
 
@@ -19,7 +19,6 @@ Reads reply on the reversed request path.
 
 from __future__ import annotations
 
-from kernbench.components.launch import MCpuLaunch
 from kernbench.sim.component import Component
 from kernbench.sim.fabric import Packet, Transfer
 
@@ -156,13 +155,3 @@ class Sram(LinkBoundMemory):
     """The cube's shared SRAM: access overhead, then link-bandwidth drain."""
 
     __slots__ = ()
-
-
-class MCpu(MCpuLaunch, LinkBoundMemory):
-    """The cube's management CPU: launch fan-out to its PEs, a DMA source (M_CPU DMA), a small local memory."""
-
-    __slots__ = ("pending",)
-
-    def __init__(self, engine, node) -> None:
-        super().__init__(engine, node)
-        self.pending: dict[int, list] = {}

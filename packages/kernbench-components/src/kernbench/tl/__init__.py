@@ -1,21 +1,18 @@
 """kernbench.tl — the kernel language: ``def kernel(tl, *args)`` with ``tl`` a :class:`TLContext`.
 
-Kernels run in a greenlet on a simulated PE, or in command-list mode with
-:func:`record`, which returns the PE commands a kernel would issue without
-simulating time.
+Kernels run in a greenlet on a simulated PE (the PE_CPU builds their context
+with :meth:`TLContext.for_pe` from its :class:`KernelHost`), or in
+command-list mode with :func:`record`, which returns the PE commands a kernel
+would issue without simulating time.
 """
 
-from kernbench.tl.context import (
-    DescriptorTooLarge,
-    ScratchOverflowError,
-    TensorArg,
-    TensorHandle,
-    TLContext,
-    TLError,
-    record,
-)
+from kernbench.tl.build import DescriptorTooLarge
+from kernbench.tl.context import TLContext, record
+from kernbench.tl.issue import KernelHost
+from kernbench.tl.scratch import ScratchOverflowError
+from kernbench.tl.tensors import TensorArg, TensorHandle, TLError
 
 __all__ = [
-    "DescriptorTooLarge", "ScratchOverflowError", "TLContext", "TLError", "TensorArg",
+    "DescriptorTooLarge", "KernelHost", "ScratchOverflowError", "TLContext", "TLError", "TensorArg",
     "TensorHandle", "record",
 ]

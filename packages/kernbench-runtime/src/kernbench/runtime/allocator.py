@@ -32,6 +32,7 @@ from kernbench.topology import naming as nm
 from kernbench.topology.address import PhysAddr
 from kernbench.topology.errors import KernbenchError
 from kernbench.topology.spec import TopologySpec
+from kernbench.topology.tcm_layout import TcmLayout
 
 MIB = 1 << 20
 TCM_ALIGN_BYTES = 16
@@ -218,13 +219,14 @@ class PEMemAllocator:
     allocations are aligned to the HBM burst (``spec.cube.hbm.burst_bytes``,
     256 bytes by default) so a tensor starts on a pseudo-channel boundary.
 
-    The TCM is ``pe.tcm.capacity_mib`` MiB; its top ``pe.tcm.scratch_mib``
-    MiB, offsets ``[tcm_bytes - scratch_bytes, tcm_bytes)``, belong to the
-    kernel's scratch allocator and are never handed out here. TCM
-    allocations are 16-byte aligned.
+    The TCM's allocatable part is the *heap* of its
+    :class:`~kernbench.topology.tcm_layout.TcmLayout`: the composite staging
+    buffers below it and the kernel scratch (the top ``pe.tcm.scratch_mib``
+    MiB) above it are never handed out here. TCM allocations are 16-byte
+    aligned.
     """
 
-    __slots__ = ("_cube", "_hbm", "_hbm_align", "_pe", "_sip", "_tcm", "_tcm_bytes", "_where")
+    __slots__ = ("_cube", "_hbm", "_hbm_align", "_layout", "_pe", "_sip", "_tcm", "_where")
 
     def __init__(self, sip: int, cube: int, pe: int, spec: TopologySpec) -> None:
         """Build the allocators of PE ``pe`` of cube ``cube`` of SIP ``sip`` for topology ``spec``."""
@@ -235,9 +237,9 @@ class PEMemAllocator:
         slice_bytes = spec.hbm_slice_bytes
         self._hbm = FreeList(slice_bytes, f"HBM slice of {self._where}", base=pe * slice_bytes)
         self._hbm_align = spec.cube.hbm.burst_bytes
-        self._tcm_bytes = int(spec.pe.tcm.capacity_mib * MIB)
-        scratch = int(spec.pe.tcm.scratch_mib * MIB)
-        self._tcm = FreeList(self._tcm_bytes - scratch, f"TCM of {self._where}")
+        self._layout = TcmLayout.of(spec)
+        lo, hi = self._layout.heap
+        self._tcm = FreeList(hi - lo, f"TCM of {self._where}", base=lo)
 
     @property
     def hbm(self) -> FreeList:
@@ -246,13 +248,18 @@ class PEMemAllocator:
 
     @property
     def tcm(self) -> FreeList:
-        """The TCM free list (TCM-local offsets, scratch region excluded)."""
+        """The TCM free list (TCM-local offsets of the heap: staging and scratch regions excluded)."""
         return self._tcm
 
     @property
     def tcm_scratch_range(self) -> tuple[int, int]:
         """The kernel scratch region as half-open TCM offsets ``(start, end)``, bytes."""
-        return self._tcm.capacity, self._tcm_bytes
+        return self._layout.scratch
+
+    @property
+    def tcm_staging_range(self) -> tuple[int, int]:
+        """The composite staging buffers as half-open TCM offsets ``(start, end)``, bytes."""
+        return self._layout.staging
 
     def alloc_hbm(self, nbytes: int, align: int | None = None) -> PhysAddr:
         """Allocate ``nbytes`` in this PE's HBM slice; ``align`` defaults to the HBM burst size."""

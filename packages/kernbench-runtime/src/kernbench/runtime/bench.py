@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from kernbench.runtime.context import RuntimeContext
 from kernbench.topology import TopologyGraph
+from kernbench.topology import naming as nm
 from kernbench.topology.errors import KernbenchError
 
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -105,10 +106,10 @@ def discover(package: str = "kernbench.benches") -> BenchRegistry:
 
 STAGE_OPS = {
     "DMA_READ": ("pe_dma", ("dma_read",)),
-    "FETCH": ("pe_fetch_store", ("fetch", "FETCH")),
+    "FETCH": ("pe_fetch_store", ("fetch",)),
     "GEMM": ("pe_gemm", None),
     "MATH": ("pe_math", None),
-    "STORE": ("pe_fetch_store", ("store", "STORE")),
+    "STORE": ("pe_fetch_store", ("store",)),
     "DMA_WRITE": ("pe_dma", ("dma_write",)),
 }
 ENGINES = ("pe_dma", "pe_fetch_store", "pe_gemm", "pe_math", "pe_cpu")
@@ -150,10 +151,7 @@ class BenchResult:
 
 def summarize(name: str, device: int, records: list) -> BenchResult:
     """Turn an op log into the bench summary (latency = last op end − first op start)."""
-    def engine_of(r) -> str:
-        return r.component_id.rsplit(".", 1)[-1]
-
-    by_engine = {e: [r for r in records if engine_of(r) == e and (e != "pe_cpu" or r.op_name == "kernel")]
+    by_engine = {e: [r for r in records if nm.unit_of(r.component_id) == e and (e != "pe_cpu" or r.op_name == "kernel")]
                  for e in ENGINES}
     stages = {}
     for stage, (engine, names) in STAGE_OPS.items():
@@ -161,7 +159,7 @@ def summarize(name: str, device: int, records: list) -> BenchResult:
     op_counts = {"gemm": len(by_engine["pe_gemm"]), "math": len(by_engine["pe_math"]),
                  "dma_read": stages["DMA_READ"]["count"], "dma_write": stages["DMA_WRITE"]["count"],
                  "ipcq_copy": sum(1 for r in records if r.op_name == "ipcq_copy")}
-    starts = {r.component_id.rsplit(".", 1)[0]: r.t_start for r in by_engine["pe_cpu"]}
+    starts = {nm.pe_of(r.component_id): r.t_start for r in by_engine["pe_cpu"]}
     latency = max(r.t_end for r in records) - min(r.t_start for r in records) if records else 0.0
     return BenchResult(name, True, None, device, latency, op_counts,
                        {e: _usage(v) for e, v in by_engine.items()}, stages, dict(sorted(starts.items())),

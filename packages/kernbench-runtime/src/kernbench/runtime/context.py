@@ -33,17 +33,17 @@ import numpy as np
 from greenlet import getcurrent
 
 from kernbench.components import default_registry
-from kernbench.components.launch import LaunchResult
+from kernbench.components.dtypes import DTYPES
+from kernbench.components.launch import KernelLaunchMsg, LaunchResult
+from kernbench.components.pe.mmu import MmuMapMsg
 from kernbench.runtime.allocator import FreeList, PEMemAllocator, VirtualAllocator
 from kernbench.runtime.placement import DPPolicy, Shard, resolve_shards
 from kernbench.sim import ComponentRegistry, GraphEngine, MemoryReadMsg, MemoryWriteMsg, Request
-from kernbench.sim.messages import KernelLaunchMsg, MmuMapMsg
 from kernbench.tl import TensorArg
 from kernbench.topology import TopologyGraph, load_topology
+from kernbench.topology import naming as nm
 from kernbench.topology.address import PhysAddr
 from kernbench.topology.errors import KernbenchError
-
-DTYPES = ("float16", "float32", "int32")
 
 
 class RuntimeApiError(KernbenchError):
@@ -190,10 +190,10 @@ class RuntimeContext:
         """The SIP this thread of control deploys to and launches on."""
         return self._device_of.get(getcurrent(), self._default_device)
 
-    def bind_device(self, device: int) -> None:
-        """Make ``device`` (a SIP index) the current device of the calling greenlet."""
+    def bind_device(self, device: int, glet=None) -> None:
+        """Make ``device`` (a SIP index) the current device of ``glet`` (default: the calling greenlet)."""
         self._check_device(device)
-        self._device_of[getcurrent()] = device
+        self._device_of[getcurrent() if glet is None else glet] = device
 
     def unbind_device(self, glet) -> None:
         """Forget a finished greenlet's device."""
@@ -225,7 +225,7 @@ class RuntimeContext:
         region = self._sram.get((sip, cube))
         if region is None:
             cap = int(self.spec.cube.sram.capacity_mib * (1 << 20))
-            region = self._sram[(sip, cube)] = FreeList(cap, f"SRAM of sip{sip}.cube{cube}")
+            region = self._sram[(sip, cube)] = FreeList(cap, f"SRAM of {nm.cube_prefix(sip, cube)}")
         return region
 
     # ------------------------------------------------------------------ basics
@@ -408,8 +408,8 @@ class RuntimeContext:
                 found = a.shard_on(*pe)
                 if found is None:
                     raise RuntimeApiError(f"launch {name!r}: tensor argument {i} has no shard on PE "
-                                        f"sip{pe[0]}.cube{pe[1]}.pe{pe[2]}; place it with a DPPolicy that covers "
-                                        f"the PEs of the first tensor argument")
+                                          f"{nm.pe_prefix(*pe)}; place it with a DPPolicy that covers "
+                                          f"the PEs of the first tensor argument")
                 shard, addr = found
                 pe_args.append(self._arg(a, shard, addr))
             targets.append((pe, tuple(pe_args)))

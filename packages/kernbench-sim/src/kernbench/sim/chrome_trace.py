@@ -22,33 +22,19 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
 from kernbench.sim.oplog import OpRecord
+from kernbench.topology import naming as nm
 
 __all__ = ["json_safe", "split_component", "to_chrome_trace", "write_chrome_trace"]
 
-_OWNER = re.compile(r"^(sip\d+\.(?:cube\d+|io\d+))\.(.+)$")
-
-
 def split_component(component_id: str) -> tuple[str, str]:
-    """Split a node id into ``(process, engine)`` names.
-
-    ``sip0.cube0.pe0.pe_gemm`` → ``("sip0.cube0.pe0", "pe_gemm")``;
-    ``sip0.cube1.hbm_ctrl.pe2`` → ``("sip0.cube1", "hbm_ctrl.pe2")``;
-    ``sip0.io0.pcie_ep`` → ``("sip0.io0", "pcie_ep")``; ``host`` → ``("host", "host")``.
-    """
-    head, sep, last = component_id.rpartition(".")
-    if sep and last.startswith("pe_"):
-        return head, last
-    m = _OWNER.match(component_id)
-    if m:
-        return m.group(1), m.group(2)
-    return component_id, component_id
+    """Split a node id into ``(process, engine)`` names (see :func:`kernbench.topology.naming.owner_and_unit`)."""
+    return nm.owner_and_unit(component_id)
 
 
 def json_safe(value: Any) -> Any:

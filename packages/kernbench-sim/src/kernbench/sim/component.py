@@ -1,22 +1,26 @@
-"""Component base class and the registry that binds node types to implementations.
+"""Component base class and the registry that binds node types to implementations and messages to kinds.
 
 A topology's ``components:`` section maps each node type (``router``,
 ``hbm_ctrl``, …) to an implementation *name*; a :class:`ComponentRegistry`
-maps names to classes. Swapping an implementation is a one-line YAML change
-(or a different registry) and never touches the engine or the tests.
+maps names to classes, and message types to the
+:class:`~kernbench.sim.messages.MessageKind` that starts and completes them.
+Swapping an implementation is a one-line YAML change (or a different
+registry) and never touches the engine or the tests.
+
+A component holds the engine that built it (``self.engine``, a
+:class:`~kernbench.sim.engine.GraphEngine`); this module does not import the
+engine, which imports it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import Any
 
 from kernbench.sim.errors import ComponentError
+from kernbench.sim.fabric import Packet
+from kernbench.sim.messages import MessageKind
 from kernbench.topology.graph import Node, TopologyGraph
-
-if TYPE_CHECKING:
-    from kernbench.sim.engine import GraphEngine
-    from kernbench.sim.fabric import Packet
 
 
 class Component:
@@ -29,7 +33,7 @@ class Component:
 
     __slots__ = ("engine", "id", "node", "overhead_ns")
 
-    def __init__(self, engine: GraphEngine, node: Node) -> None:
+    def __init__(self, engine: Any, node: Node) -> None:
         self.engine = engine
         self.node = node
         self.id = node.id
@@ -53,18 +57,24 @@ class Component:
         return f"{type(self).__name__}({self.id})"
 
 
-ComponentFactory = Callable[["GraphEngine", Node], Component]
+#: ``factory(engine, node) -> Component``: a component class, or anything that builds one.
+ComponentFactory = Callable[[Any, Node], Component]
 
 
 class ComponentRegistry:
-    """Implementation name -> component class. Explicit instance, no global state."""
+    """Implementation name -> component factory, and message type -> message kind. Explicit instance, no global
+    state."""
 
-    __slots__ = ("_impls",)
+    __slots__ = ("_impls", "_messages")
 
-    def __init__(self, impls: Iterable[tuple[str, ComponentFactory]] = ()) -> None:
+    def __init__(self, impls: Iterable[tuple[str, ComponentFactory]] = (), messages: Iterable[MessageKind] = ()
+                 ) -> None:
         self._impls: dict[str, ComponentFactory] = {}
+        self._messages: dict[type, MessageKind] = {}
         for name, cls in impls:
             self.register(name, cls)
+        for kind in messages:
+            self.register_message(kind)
 
     def register(self, name: str, cls: ComponentFactory) -> None:
         """Add an implementation; a duplicate name is an error."""
@@ -72,11 +82,20 @@ class ComponentRegistry:
             raise ComponentError(f"component implementation {name!r} is already registered")
         self._impls[name] = cls
 
+    def register_message(self, kind: MessageKind) -> None:
+        """Add a message kind; a second kind for the same message type is an error."""
+        if kind.msg_type in self._messages:
+            raise ComponentError(f"message type {kind.msg_type.__name__} already has a registered kind")
+        self._messages[kind.msg_type] = kind
+
+    @property
+    def message_kinds(self) -> tuple[MessageKind, ...]:
+        """The registered message kinds, in registration order."""
+        return tuple(self._messages.values())
+
     def replace(self, name: str, cls: ComponentFactory) -> ComponentRegistry:
         """A copy of this registry with ``name`` bound to ``cls`` (added if new)."""
-        out = ComponentRegistry(self._impls.items())
-        out._impls[name] = cls
-        return out
+        return ComponentRegistry({**self._impls, name: cls}.items(), self._messages.values())
 
     @property
     def names(self) -> list[str]:
@@ -91,7 +110,7 @@ class ComponentRegistry:
             raise ComponentError(f"unknown component implementation {name!r}; known: "
                                  f"{', '.join(self.names)}") from None
 
-    def build(self, engine: GraphEngine, graph: TopologyGraph) -> ComponentMap:
+    def build(self, engine: Any, graph: TopologyGraph) -> ComponentMap:
         """One component per node whose type has a binding, each created on first access."""
         bindings = graph.spec.component_bindings
         factories = {}
@@ -113,7 +132,7 @@ class ComponentMap(Mapping):
 
     __slots__ = ("_engine", "_factories", "_graph", "_ids", "_made")
 
-    def __init__(self, engine: GraphEngine, graph: TopologyGraph, factories: dict[str, ComponentFactory]) -> None:
+    def __init__(self, engine: Any, graph: TopologyGraph, factories: dict[str, ComponentFactory]) -> None:
         self._engine = engine
         self._graph = graph
         self._factories = factories

@@ -24,18 +24,8 @@ from kernbench.sim.component import ComponentRegistry
 from kernbench.sim.errors import ComponentError, DeadlockError, MessageError
 from kernbench.sim.fabric import Packet, Route, Transfer, Wire, split_packets
 from kernbench.sim.memory_store import MemoryStore
-from kernbench.sim.messages import (
-    KernelLaunchMsg,
-    McpuDmaWriteMsg,
-    MemoryReadMsg,
-    MemoryWriteMsg,
-    MmuMapMsg,
-    PeDmaReadMsg,
-    PeDmaWriteMsg,
-    SipLaunch,
-)
+from kernbench.sim.messages import TRANSFER_KINDS, MessageKind, record_transfer
 from kernbench.sim.oplog import OpLog
-from kernbench.topology import naming as nm
 from kernbench.topology.address import PhysAddr
 from kernbench.topology.errors import KernbenchError
 from kernbench.topology.graph import TopologyGraph
@@ -61,8 +51,8 @@ class Request:
     then ``"read_data"`` for a read.
     """
 
-    __slots__ = ("corr_id", "done", "error", "legs", "msg", "op_name", "pending", "read_nbytes", "result",
-                 "source", "t_end", "t_submit", "trace")
+    __slots__ = ("complete", "corr_id", "done", "error", "legs", "msg", "op_name", "pending", "read_nbytes",
+                 "result", "source", "t_end", "t_submit", "trace")
 
     def __init__(self, corr_id: int, msg: object, t_submit: float, done: simpy.Event) -> None:
         self.corr_id = corr_id
@@ -78,6 +68,7 @@ class Request:
         self.result: object = None
         self.error: BaseException | None = None
         self.pending = 0
+        self.complete = record_transfer  # the message kind's completion step
 
     @property
     def latency_ns(self) -> float:
@@ -120,6 +111,7 @@ class GraphEngine:
         self.graph = graph
         self.spec = spec
         self.env = simpy.Environment()
+        _check_simpy_internals(self.env)
         self.resolver = AddressResolver(graph)
         self.router = router if router is not None else PathRouter(graph)
         self.flit_bytes = spec.fabric.flit_bytes
@@ -136,15 +128,7 @@ class GraphEngine:
         self._routes: dict[tuple[str, ...], Route] = {}
         self._pending: dict[int, Request] = {}
         self._next_corr = 1
-        self._starters: dict[type, Callable[[Request], None]] = {
-            MemoryWriteMsg: self._start_memory_write,
-            MemoryReadMsg: self._start_memory_read,
-            PeDmaWriteMsg: self._start_pe_dma_write,
-            PeDmaReadMsg: self._start_pe_dma_read,
-            McpuDmaWriteMsg: self._start_mcpu_dma_write,
-            KernelLaunchMsg: self._start_launch,
-            MmuMapMsg: self._start_mmu_map,
-        }
+        self._kinds: dict[type, MessageKind] = {k.msg_type: k for k in (*TRANSFER_KINDS, *registry.message_kinds)}
 
     # ------------------------------------------------------------------ public API
     @property
@@ -154,15 +138,17 @@ class GraphEngine:
 
     def submit(self, msg: object) -> Request:
         """Validate a message, stamp a correlation id, and inject it now."""
-        starter = self._starters.get(type(msg))
-        if starter is None:
+        kind = self._kinds.get(type(msg))
+        if kind is None:
             raise MessageError(f"cannot submit {type(msg).__name__}; supported: "
-                               f"{', '.join(t.__name__ for t in self._starters)}")
+                               f"{', '.join(t.__name__ for t in self._kinds)}")
         nbytes = getattr(msg, "nbytes", 1)
         if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes <= 0:
             raise MessageError(f"{type(msg).__name__}.nbytes must be a positive integer, got {nbytes!r}")
         req = Request(self._next_corr, msg, self.env.now, self.env.event())
-        starter(req)  # raises before anything is scheduled if the message cannot be routed
+        kind.start(self, req)  # raises before anything is scheduled if the message cannot be routed
+        if kind.complete is not None:
+            req.complete = kind.complete
         self._next_corr += 1
         self.submitted += 1
         self._pending[req.corr_id] = req
@@ -359,27 +345,14 @@ class GraphEngine:
         req: Request = ev._value
         req.t_end = self.env._now
         del self._pending[req.corr_id]
-        msg = req.msg
-        if self.memory is not None:
-            if isinstance(msg, MemoryWriteMsg) and msg.data is not None:
-                self.memory.write(msg.dst.encode(), msg.data)
-            elif isinstance(msg, MemoryReadMsg):
-                req.result = self.memory.read(msg.src.encode(), msg.nbytes)
-        if isinstance(msg, KernelLaunchMsg):
-            self.oplog.record(req.t_submit, req.t_end, req.source, "control", "kernel_launch",
-                              {"corr_id": req.corr_id, "kernel": msg.kernel, "pes": len(msg.targets),
-                               "ok": req.error is None})
-        elif isinstance(msg, MmuMapMsg):
-            self.oplog.record(req.t_submit, req.t_end, req.source, "control", "mmu_map",
-                              {"corr_id": req.corr_id, "entries": len(msg.entries)})
-        else:
-            self.oplog.record(req.t_submit, req.t_end, req.source, "memory", req.op_name,
-                              {"corr_id": req.corr_id, "nbytes": msg.nbytes})
+        req.complete(self, req)  # data-mode effects and the op-log row of the message's kind
         req.done.succeed(req)
 
-    # ------------------------------------------------------------------ message starters
-    def _start(self, req: Request, src: str, path: tuple[str, ...], op_name: str, addr: PhysAddr,
-               write: bool) -> None:
+    # ------------------------------------------------------------------ primitives for message kinds
+    def start_transfer(self, req: Request, src: str, path: tuple[str, ...], op_name: str, addr: PhysAddr,
+                       write: bool) -> None:
+        """Start ``req``'s payload from ``src`` along ``path`` after the source's overhead: a write of
+        ``req.msg.nbytes`` to ``addr``, or a read command whose terminal replies with the data."""
         if len(path) < 2:
             raise MessageError(f"{type(req.msg).__name__} from {src} targets {src} itself; a transfer needs a "
                                f"destination on another node")
@@ -441,66 +414,21 @@ class GraphEngine:
         tr.row_bytes, tr.pitch = cmd.row_bytes, cmd.pitch
         return tr
 
-    def _resolve(self, addr: PhysAddr, nbytes: int) -> str:
+    def resolve(self, addr: PhysAddr, nbytes: int) -> str:
+        """The memory node holding ``nbytes`` at ``addr`` (``MessageError`` for a non-address)."""
         if not isinstance(addr, PhysAddr):
             raise MessageError(f"expected a PhysAddr, got {addr!r}")
         return self.resolver.resolve(addr, nbytes)
 
-    def _start_memory_write(self, req: Request) -> None:
-        dst = self._resolve(req.msg.dst, req.msg.nbytes)
-        self._start(req, nm.HOST, self.router.memory_path(nm.HOST, dst), "h2d_write", req.msg.dst, True)
 
-    def _start_memory_read(self, req: Request) -> None:
-        src = self._resolve(req.msg.src, req.msg.nbytes)
-        self._start(req, nm.HOST, self.router.memory_path(nm.HOST, src), "d2h_read", req.msg.src, False)
-
-    def _pe_dma(self, msg) -> str:
-        return self.resolver.find_pe_block(msg.sip, msg.cube, msg.pe, "pe_dma")
-
-    def _start_pe_dma_write(self, req: Request) -> None:
-        src, dst = self._pe_dma(req.msg), self._resolve(req.msg.dst, req.msg.nbytes)
-        self._start(req, src, self.router.pe_dma_path(src, dst), "dma_write", req.msg.dst, True)
-
-    def _start_pe_dma_read(self, req: Request) -> None:
-        src, dst = self._pe_dma(req.msg), self._resolve(req.msg.src, req.msg.nbytes)
-        self._start(req, src, self.router.pe_dma_path(src, dst), "dma_read", req.msg.src, False)
-
-    def _start_launch(self, req: Request) -> None:
-        msg: KernelLaunchMsg = req.msg
-        if not msg.targets:
-            raise MessageError(f"kernel launch {msg.kernel!r} has no target PEs")
-        pes = [t[0] for t in msg.targets]
-        if len(set(pes)) != len(pes):
-            dup = sorted({p for p in pes if pes.count(p) > 1})[0]
-            raise MessageError(f"kernel launch {msg.kernel!r} targets PE sip{dup[0]}.cube{dup[1]}.pe{dup[2]} twice")
-        by_sip: dict[int, list] = {}
-        for (sip, cube, pe), args in msg.targets:
-            self.resolver.find_pe_block(sip, cube, pe, "pe_cpu")
-            by_sip.setdefault(sip, []).append(((sip, cube, pe), args))
-        paths = {sip: self.router.control_path(nm.HOST, self.resolver.find_io_cpu(sip)) for sip in sorted(by_sip)}
-        for path in paths.values():
-            self.route(path)  # every node on the way must have a component before anything is sent
-        req.source = nm.HOST
-        req.op_name = "kernel_launch"
-        req.pending = len(paths)
-        for sip, path in paths.items():
-            self.send_control(req, path, SipLaunch(msg, sip, tuple(sorted(by_sip[sip], key=lambda t: t[0]))))
-
-    def _start_mmu_map(self, req: Request) -> None:
-        msg: MmuMapMsg = req.msg
-        if not msg.entries:
-            raise MessageError("MmuMapMsg carries no entries")
-        mmu = self.resolver.find_pe_block(msg.sip, msg.cube, msg.pe, "pe_mmu")
-        path = self.router.control_path(nm.HOST, mmu)
-        req.source = nm.HOST
-        req.op_name = "mmu_map"
-        req.legs.append(path)
-        self.send_control(req, path, msg)
-
-    def _start_mcpu_dma_write(self, req: Request) -> None:
-        src = self.resolver.find_m_cpu(req.msg.sip, req.msg.cube)
-        dst = self._resolve(req.msg.dst, req.msg.nbytes)
-        self._start(req, src, self.router.mcpu_dma_path(src, dst), "mcpu_dma_write", req.msg.dst, True)
+def _check_simpy_internals(env: simpy.Environment) -> None:
+    """The hot path schedules into SimPy's heap directly (see ``GraphEngine._at``): fail loudly, naming the
+    fix, if this SimPy no longer keeps its queue and event-id counter where we push."""
+    queue, eid = getattr(env, "_queue", None), getattr(env, "_eid", None)
+    if not isinstance(queue, list) or not hasattr(eid, "__next__") or not hasattr(env, "_now"):
+        raise ComponentError(f"simpy {simpy.__version__} does not keep Environment._queue/_eid/_now as the "
+                             f"engine expects; install the pinned range simpy>=4.1,<4.2 (kernbench-sim's "
+                             f"pyproject) or update GraphEngine._at")
 
 
 def _noop(tr: Transfer, t: float) -> None:

@@ -59,6 +59,29 @@ PE_ATTACH = (("pe_dma", "pe_to_router", "router_to_pe"),
 OPPOSITE = {"n": "s", "s": "n", "e": "w", "w": "e"}
 
 
+
+def pe_block_params(spec: TopologySpec) -> dict[str, dict[str, object]]:
+    """The parameters each PE block's node carries (besides ``overhead_ns`` and ``pe``), from ``spec.pe``.
+
+    Components read their own node's attributes, never the spec, so a graph
+    node says everything about the block it models (units in the names).
+    """
+    pe = spec.pe
+    g, cm = pe.gemm, pe.cost_model
+    return {
+        "pe_cpu": {"clock_ghz": pe.clock_ghz, "fixed_cycles": cm.fixed_cycles,
+                   "r_cycles_per_byte": cm.r_cycles_per_byte},
+        "pe_scheduler": {"tile_m": g.tile_m, "tile_n": g.tile_n, "tile_k": g.tile_k},
+        "pe_dma": {"read_channels": pe.dma.read_channels, "write_channels": pe.dma.write_channels},
+        "pe_tcm": {"read_bw_gbs": pe.tcm.read_bw_gbs, "write_bw_gbs": pe.tcm.write_bw_gbs,
+                   "capacity_bytes": int(pe.tcm.capacity_mib * (1 << 20)),
+                   "scratch_bytes": int(pe.tcm.scratch_mib * (1 << 20))},
+        "pe_gemm": {"tile_m": g.tile_m, "tile_n": g.tile_n, "tile_k": g.tile_k, "peak_tflops": g.peak_tflops},
+        "pe_math": {"lanes": pe.math_lanes, "clock_ghz": pe.clock_ghz},
+        "pe_mmu": {"translate_ns": pe.mmu_translate_ns, "page_bytes": pe.mmu_page_bytes},
+        "pe_ipcq": {"depth": pe.ipcq.depth, "slot_bytes": pe.ipcq.slot_bytes},
+    }
+
 class _Builder:
     def __init__(self, spec: TopologySpec, mesh: CubeMesh) -> None:
         self.spec = spec
@@ -176,13 +199,14 @@ class _Builder:
         step = pe.w_mm / 3
         overheads = {"pe_cpu": pe.cpu_overhead_ns, "pe_scheduler": pe.scheduler_overhead_ns,
                      "pe_dma": pe.dma.overhead_ns, "pe_ipcq": pe.ipcq.overhead_ns}
+        params = pe_block_params(self.spec)
         tcm_bw = {("pe_dma", "pe_tcm"): pe.tcm.write_bw_gbs, ("pe_fetch_store", "pe_tcm"): pe.tcm.write_bw_gbs}
         for p, (px, py) in enumerate(self.mesh.pe_positions):
             for gr, row in enumerate(PE_GRID):
                 for gc, block in enumerate(row):
                     self.node(nm.pe_block(sip, cube, p, block), block,
                               ox + px + (gc - 1) * step, oy + py + (gr - 1) * step,
-                              overhead_ns=overheads.get(block, 0.0), pe=p)
+                              overhead_ns=overheads.get(block, 0.0), pe=p, **params.get(block, {}))
             for a, b in PE_LINKS:
                 bw = tcm_bw.get((a, b), pe.internal_bw_gbs)
                 back = pe.tcm.read_bw_gbs if b == "pe_tcm" else bw

@@ -60,6 +60,11 @@ def io_ucie(sip: int, k: int, io: int = 0) -> str:
     return f"sip{sip}.io{io}.io_ucie.c{k}"
 
 
+def sip_prefix(sip: int) -> str:
+    """The id prefix shared by every node of one SIP."""
+    return f"sip{sip}"
+
+
 def cube_prefix(sip: int, cube: int) -> str:
     """The id prefix shared by every node of one cube."""
     return f"sip{sip}.cube{cube}"
@@ -110,6 +115,7 @@ class NodeLocation:
     unit: str
 
 
+_OWNER = re.compile(r"^(sip\d+\.(?:cube\d+|io\d+))\.(.+)$")
 _RE = re.compile(r"^sip(\d+)\.(?:cube(\d+)\.(?:pe(\d+)\.)?|io\d+\.)?(.+)$")
 _HBM = re.compile(r"^hbm_ctrl\.pe(\d+)$")
 
@@ -137,3 +143,38 @@ def same_cube(a: str, b: str) -> bool:
 def pe_of(node_id: str) -> str:
     """The PE prefix of a PE-block id (``sip0.cube1.pe2.pe_dma`` -> ``sip0.cube1.pe2``)."""
     return node_id.rsplit(".", 1)[0]
+
+
+def pe_coords(prefix: str) -> tuple[int, int, int]:
+    """``(sip, cube, pe)`` of a PE prefix (``sip0.cube1.pe2``) or of any of its blocks' ids."""
+    loc = locate(prefix if prefix.count(".") > 2 else f"{prefix}.pe_cpu")
+    if loc.pe is None or loc.cube is None:
+        raise ValueError(f"{prefix!r} is not a PE id")
+    return loc.sip, loc.cube, loc.pe
+
+
+def sibling(block_id: str, block: str) -> str:
+    """Id of another block of the same PE (``sibling("sip0.cube1.pe2.pe_dma", "pe_tcm")`` ->
+    ``sip0.cube1.pe2.pe_tcm``)."""
+    return f"{pe_of(block_id)}.{block}"
+
+
+def unit_of(node_id: str) -> str:
+    """The last part of an id: the block or unit name (``sip0.cube1.pe2.pe_dma`` -> ``pe_dma``)."""
+    return node_id.rsplit(".", 1)[-1]
+
+
+def owner_and_unit(node_id: str) -> tuple[str, str]:
+    """The hardware owner of a node and the unit within it, e.g. for one trace process per owner.
+
+    ``sip0.cube0.pe0.pe_gemm`` -> ``("sip0.cube0.pe0", "pe_gemm")``;
+    ``sip0.cube1.hbm_ctrl.pe2`` -> ``("sip0.cube1", "hbm_ctrl.pe2")``;
+    ``sip0.io0.pcie_ep`` -> ``("sip0.io0", "pcie_ep")``; ``host`` -> ``("host", "host")``.
+    """
+    head, sep, last = node_id.rpartition(".")
+    if sep and last.startswith("pe_"):
+        return head, last
+    m = _OWNER.match(node_id)
+    if m:
+        return m.group(1), m.group(2)
+    return node_id, node_id

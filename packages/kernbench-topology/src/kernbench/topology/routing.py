@@ -97,7 +97,7 @@ class AddressResolver:
         end = a.offset + max(nbytes, 1) - 1
         if a.kind == "hbm":
             if end // self._slice != pe or end >= self._slice * self._pes:
-                raise AddressError(f"HBM range {a.offset}..{end} of sip{a.sip}.cube{a.cube} crosses the end of "
+                raise AddressError(f"HBM range {a.offset}..{end} of {nm.cube_prefix(a.sip, a.cube)} crosses the end of "
                                    f"PE {pe}'s slice; split the transfer per slice")
             return nm.hbm_ctrl(a.sip, a.cube, pe)
         if a.kind == "tcm":

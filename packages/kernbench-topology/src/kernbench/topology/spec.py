@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from kernbench.topology.errors import SpecError
+from kernbench.topology.tcm_layout import TcmLayout
 
 SIP_TOPOLOGIES = ("ring_1d", "torus_2d", "mesh_2d_no_wrap")
 CORNERS = ("NW", "NE", "SW", "SE")
@@ -521,6 +522,7 @@ def _check_consistency(spec: TopologySpec) -> None:
     if spec.pe.tcm.scratch_mib > spec.pe.tcm.capacity_mib:
         raise SpecError(f"{src}: field 'pe.tcm.scratch_mib' = {spec.pe.tcm.scratch_mib} exceeds "
                         f"pe.tcm.capacity_mib = {spec.pe.tcm.capacity_mib}")
+    TcmLayout.of(spec).check(src)
     geo = spec.cube.geometry
     for name, (x, y) in (("m_cpu_pos_mm", spec.cube.placement.m_cpu_pos_mm),
                          ("sram_pos_mm", spec.cube.placement.sram_pos_mm)):

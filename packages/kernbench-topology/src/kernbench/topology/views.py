@@ -50,13 +50,13 @@ def build_views(spec: TopologySpec, mesh: CubeMesh, nodes: dict[str, Node], edge
     for s in range(spec.system.sips.count):
         members = [n for n in nodes.values() if nm.locate(n.id).sip == s]
         x, y, w, h = _bbox(members, 2.0)
-        boxes[f"sip{s}"] = ViewNode(f"sip{s}", f"SIP {s}", "sip", x + w / 2, y + h / 2, w, h)
+        boxes[nm.sip_prefix(s)] = ViewNode(nm.sip_prefix(s), f"SIP {s}", "sip", x + w / 2, y + h / 2, w, h)
 
     def sys_owner(nid: str) -> str | None:
         if nid in (nm.HOST, nm.SWITCH):
             return nid
         s = nm.locate(nid).sip
-        return f"sip{s}" if s is not None else None
+        return nm.sip_prefix(s) if s is not None else None
 
     views["system"] = _project("system", f"{spec.name}: tray ({spec.system.sips.count} SIPs, "
                                f"{spec.system.sips.topology})", boxes, sys_owner, edges)

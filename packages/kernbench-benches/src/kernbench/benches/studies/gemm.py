@@ -45,8 +45,8 @@ TILE_COUNTS: tuple[int, ...] = tuple(range(1, 49))
 DTYPE = "float16"
 
 #: Stage name in the op log -> result field of its busy time inside the composite.
-_STAGE_OPS = {("pe_dma", "dma_read"): "busy_dma_read_ns", ("pe_fetch_store", "FETCH"): "busy_fetch_ns",
-              ("pe_gemm", "GEMM"): "busy_gemm_ns", ("pe_fetch_store", "STORE"): "busy_store_ns",
+_STAGE_OPS = {("pe_dma", "dma_read"): "busy_dma_read_ns", ("pe_fetch_store", "fetch"): "busy_fetch_ns",
+              ("pe_gemm", "gemm"): "busy_gemm_ns", ("pe_fetch_store", "store"): "busy_store_ns",
               ("pe_dma", "dma_write"): "busy_dma_write_ns"}
 
 FIELDS: tuple[Field, ...] = (

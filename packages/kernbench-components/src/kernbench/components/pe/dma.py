@@ -16,27 +16,28 @@ from __future__ import annotations
 
 from collections import deque
 
-from kernbench.components.endpoints import PeDma
 from kernbench.components.pe.commands import VIRTUAL_CHANNELS, DmaReadCmd, DmaWriteCmd
+from kernbench.components.requester import Requester
 from kernbench.sim.fabric import Transfer
 from kernbench.topology import naming as nm
 from kernbench.topology.address import decode
 
 
-class KernelDma(PeDma):
-    """PE DMA engine serving kernel commands (and the probe's direct DMA messages)."""
+class PeDma(Requester):
+    """The PE's DMA engine: kernel commands on read/write channels and virtual channels, and the data-path
+    role of the probe's direct DMA messages (same-cube targets travel the cube mesh only; other cubes cross
+    UCIe; other SIPs go out through the IO chiplet, PCIe and the tray switch)."""
 
     __slots__ = ("busy", "busy_ns", "capacity", "count", "queues", "tcm_id")
 
     def __init__(self, engine, node) -> None:
         super().__init__(engine, node)
-        dma = engine.spec.pe.dma
-        per_direction = {"read": dma.read_channels, "write": dma.write_channels}
+        per_direction = {"read": node.attrs["read_channels"], "write": node.attrs["write_channels"]}
         keys = [(d, vc) for d in per_direction for vc in VIRTUAL_CHANNELS]
         self.queues: dict[tuple[str, str], deque] = {k: deque() for k in keys}
         self.capacity = {k: per_direction[k[0]] for k in keys}
         self.busy = dict.fromkeys(keys, 0)  # commands in flight per (direction, virtual channel)
-        self.tcm_id = f"{nm.pe_of(self.id)}.pe_tcm"
+        self.tcm_id = nm.sibling(self.id, "pe_tcm")
         self.busy_ns = 0.0
         self.count = 0
 

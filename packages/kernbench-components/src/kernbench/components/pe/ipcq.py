@@ -90,9 +90,8 @@ class PeIpcq(Component):
 
     def __init__(self, engine, node) -> None:
         super().__init__(engine, node)
-        ipcq = engine.spec.pe.ipcq
-        self.depth = ipcq.depth
-        self.slot_bytes = ipcq.slot_bytes
+        self.depth = node.attrs["depth"]
+        self.slot_bytes = node.attrs["slot_bytes"]
         self.install({}, "tcm")
 
     # ------------------------------------------------------------------ table
@@ -113,7 +112,7 @@ class PeIpcq(Component):
         return self.links[direction].rx_base + slot * self.slot_bytes
 
     def _peer_ipcq(self, direction: str) -> PeIpcq:
-        return self.engine.components[f"{peer_name(self.links[direction].peer)}.pe_ipcq"]
+        return self.engine.components[nm.pe_block(*self.links[direction].peer, "pe_ipcq")]
 
     # ------------------------------------------------------------------ commands
     def on_control(self, payload: object, t: float, transfer) -> None:
@@ -151,7 +150,7 @@ class PeIpcq(Component):
         mem = eng.memory
         snapshot = mem.read(cmd.src, cmd.nbytes) if mem is not None else None
         # the snapshot: the source is copied into the transmit staging buffer through the TCM's two channels
-        tcm = eng.components[f"{nm.pe_of(self.id)}.pe_tcm"]
+        tcm = eng.components[nm.sibling(self.id, "pe_tcm")]
         t0 = eng.now
         t_staged = max(tcm.read(t0, cmd.nbytes)[1], tcm.write(t0, cmd.nbytes)[1])
         landed = eng.env.event()
@@ -165,7 +164,7 @@ class PeIpcq(Component):
             cmd.delivered.succeed(None)
 
         landed.callbacks.append(delivered)
-        dma = f"{nm.pe_of(self.id)}.pe_dma"
+        dma = nm.sibling(self.id, "pe_dma")
         write = DmaWriteCmd(cmd.src, dst, cmd.nbytes, landed, copy_data=False, vc="comm")
         eng.send_control(request, (self.id, dma), write, t_start=t_staged, apply_source_overhead=False)
         eng.at(t_staged, lambda _: cmd.done.succeed(None))
@@ -222,15 +221,14 @@ class PeIpcq(Component):
             cmd.done.succeed(None)
 
         copied.callbacks.append(done)
-        dma = f"{nm.pe_of(self.id)}.pe_dma"
+        dma = nm.sibling(self.id, "pe_dma")
         eng.send_control(request, (self.id, dma), DmaReadCmd(src, cmd.dst, cmd.nbytes, copied, vc="comm"),
                          apply_source_overhead=False)
 
     def _free(self, direction: str, msg: _Message, request) -> None:
         """Free a consumed slot and send its credit back to the sender."""
         eng = self.engine
-        sender = nm.pe_of(msg.sender)
-        path = eng.router.control_path(self.id, f"{sender}.pe_ipcq")
+        path = eng.router.control_path(self.id, nm.sibling(msg.sender, "pe_ipcq"))
         eng.send_control(request, path, IpcqCredit(OPPOSITE[direction], msg.slot))
 
     def _credit(self, credit: IpcqCredit) -> None:

@@ -15,14 +15,33 @@ range that is not contiguous in physical memory, raises :class:`MmuFault`.
 from __future__ import annotations
 
 from bisect import bisect_right
+from dataclasses import dataclass, field
 
 from kernbench.sim.component import Component
-from kernbench.sim.messages import MmuMapMsg
+from kernbench.sim.errors import MessageError
+from kernbench.sim.messages import MessageKind
+from kernbench.topology import naming as nm
 from kernbench.topology.errors import KernbenchError
 
 
 class MmuFault(KernbenchError):
     """A virtual address range is not mapped (or not contiguous) in a PE's MMU."""
+
+
+@dataclass(frozen=True, slots=True)
+class MmuMapMsg:
+    """Install (or, with ``unmap``, remove) virtual-to-physical mappings in PE (sip, cube, pe)'s MMU.
+
+    ``entries`` are ``(va, pa, nbytes)``: ``nbytes`` bytes from virtual
+    address ``va`` map to the encoded physical address ``pa`` onwards
+    (``pa`` is ignored when unmapping).
+    """
+
+    sip: int
+    cube: int
+    pe: int
+    entries: tuple[tuple[int, int, int], ...] = field(repr=False)
+    unmap: bool = False
 
 
 class PeMmu(Component):
@@ -32,7 +51,7 @@ class PeMmu(Component):
 
     def __init__(self, engine, node) -> None:
         super().__init__(engine, node)
-        self.translate_ns = engine.spec.pe.mmu_translate_ns
+        self.translate_ns = node.attrs["translate_ns"]
         self.los: list[int] = []
         self.his: list[int] = []
         self.pas: list[int] = []
@@ -108,3 +127,25 @@ class PeMmu(Component):
             pos += step
             expect = pa + step
         return first
+
+
+def _start_map(engine, req) -> None:
+    """Send the mappings from the host to the PE's MMU as one control message."""
+    msg: MmuMapMsg = req.msg
+    if not msg.entries:
+        raise MessageError("MmuMapMsg carries no entries")
+    mmu = engine.resolver.find_pe_block(msg.sip, msg.cube, msg.pe, "pe_mmu")
+    path = engine.router.control_path(nm.HOST, mmu)
+    req.source = nm.HOST
+    req.op_name = "mmu_map"
+    req.legs.append(path)
+    engine.send_control(req, path, msg)
+
+
+def _complete_map(engine, req) -> None:
+    engine.oplog.record(req.t_submit, req.t_end, req.source, "control", "mmu_map",
+                        {"corr_id": req.corr_id, "entries": len(req.msg.entries)})
+
+
+#: How the engine starts and completes an MMU (un)mapping.
+MMU_MAP_KIND = MessageKind(MmuMapMsg, _start_map, _complete_map)

@@ -29,11 +29,10 @@ import math
 import numpy as np
 
 from kernbench.components.pe.commands import DmaReadCmd, DmaWriteCmd
-from kernbench.components.pe.composite_cmd import CompositeCmd, OpSpec, Pipeline
+from kernbench.components.pe.composite_cmd import CompositeCmd, OpSpec
+from kernbench.components.pe.composite_plan import Pipeline
 from kernbench.components.pe.math_kinds import STANDALONE, UNARY, apply_epilogue, run_standalone
 from kernbench.components.tiling import Stage
-from kernbench.topology import naming as nm
-from kernbench.topology.address import PhysAddr
 
 
 class CompositeRun:
@@ -52,9 +51,9 @@ class CompositeRun:
         self.gemm_start: list[float] = [0.0] * len(self.tiles)
         self.outputs_left = plan.n_output_tiles if plan is not None else 0
         self.t_last = 0.0
-        loc = nm.locate(sched.id)
-        # TCM staging buffers at the bottom of the TCM; their bytes are not modeled (data mode reads operands)
-        self.staging = PhysAddr(loc.sip, loc.cube, "tcm", 0, loc.pe).encode()
+        # the PE's composite staging buffers (TcmLayout.staging); their bytes are not modeled: data mode
+        # computes from the operands directly
+        self.staging = sched.staging
         self.gemm = pipe.driver is not None and pipe.driver.kind == "gemm"
 
     def start(self, t0: float) -> None:
@@ -73,17 +72,12 @@ class CompositeRun:
 
     def _standalone(self, op: OpSpec, t: float) -> float:
         """FETCH the op's TCM operands, run it on the math engine, STORE its output; returns the end time."""
-        s = self.sched
-        tcm, fs, vec = s.block("pe_tcm"), s.block("pe_fetch_store"), s.block("pe_math")
-        log = self.eng.oplog
+        stages = self.sched.stages
         in_bytes = sum(o.nbytes for o in op.operands.values())
         elements = max([math.prod(op.out.shape), *(math.prod(o.shape) for o in op.operands.values())])
-        f0, t = fs.fetch(tcm, t, in_bytes)
-        log.record(f0, t, fs.id, "memory", "FETCH", {"op": op.kind, "nbytes": in_bytes})
-        t = self._math(vec, t, elements, op.kind, -1)
-        s0, t = fs.store(tcm, t, op.out.nbytes)
-        log.record(s0, t, fs.id, "memory", "STORE", {"op": op.kind, "nbytes": op.out.nbytes})
-        return t
+        t = stages.fetch(t, in_bytes, {"op": op.kind})
+        t = self._math(t, elements, op.kind, -1)
+        return stages.store(t, op.out.nbytes, {"op": op.kind})
 
     def _start_tiles(self, t0: float) -> None:
         """Begin the loop: all compute at once when nothing is streamed, else the first two tiles' reads as
@@ -117,7 +111,8 @@ class CompositeRun:
             ev = self.eng.env.event()
             pending.append(ev)
             row, pitch = operand.row_layout(step.cols)
-            dma.enqueue(DmaReadCmd(src, self.staging, step.nbytes, ev, copy_data=False, row_bytes=row,
+            buf = self.staging[step.operand][i & 1]
+            dma.enqueue(DmaReadCmd(src, buf, step.nbytes, ev, copy_data=False, row_bytes=row,
                                    src_pitch=pitch, dst_pitch=row), self.request)
         left = [len(pending)]
 
@@ -133,55 +128,48 @@ class CompositeRun:
 
     def _compute(self, i: int, t_ready: float) -> None:
         tile = self.tiles[i]
-        s = self.sched
         pipe = self.pipe
-        tcm, fs = s.block("pe_tcm"), s.block("pe_fetch_store")
-        gemm, vec = s.block("pe_gemm"), s.block("pe_math")
-        log = self.eng.oplog
+        stages = self.sched.stages
         if self.gemm:
             in_bytes = tile.m * tile.k * pipe.a.itemsize + tile.k * tile.n * pipe.b.itemsize
         else:
             in_bytes = tile.m * tile.n * pipe.a.itemsize
         if i >= 2:  # two register-file buffers: fetch i waits until the head of tile i-2 has taken its operands
             t_ready = max(t_ready, self.gemm_start[i - 2])
-        f0, t_fetch = fs.fetch(tcm, t_ready, in_bytes)
+        t_fetch = stages.fetch(t_ready, in_bytes, {"tile": i})
         self.fetch_done[i] = t_fetch
-        log.record(f0, t_fetch, fs.id, "memory", "FETCH", {"tile": i, "nbytes": in_bytes})
         if self.gemm:
-            g0, t = gemm.reserve(t_fetch, gemm.tile_ns)
-            log.record(g0, t, gemm.id, "gemm", "GEMM", {"tile": i, "m": tile.m, "n": tile.n, "k": tile.k})
+            g0, t = stages.gemm(t_fetch, 1, "gemm", {"tile": i, "m": tile.m, "n": tile.n, "k": tile.k})
         else:
-            g0 = max(t_fetch, vec.free_at)
-            t = self._math(vec, t_fetch, tile.m * tile.n, pipe.driver.kind, i)
+            g0, t = stages.math(t_fetch, tile.m * tile.n, "math",
+                                {"tile": i, "op": pipe.driver.kind, "elements": tile.m * tile.n})
         self.gemm_start[i] = g0
         for op in pipe.k_ops:
-            t = self._math(vec, t, tile.m * tile.n, op.kind, i)
+            t = self._math(t, tile.m * tile.n, op.kind, i)
         if not tile.last_k:
             self.t_last = max(self.t_last, t)
             return
         for op in pipe.tile_ops:
-            t = self._math(vec, t, tile.m * tile.n, op.kind, i)
+            t = self._math(t, tile.m * tile.n, op.kind, i)
         out_bytes = tile.m * tile.n * pipe.out.itemsize
-        s0, t_store = fs.store(tcm, t, out_bytes)
-        log.record(s0, t_store, fs.id, "memory", "STORE", {"tile": i, "nbytes": out_bytes})
+        t_store = stages.store(t, out_bytes, {"tile": i})
         if not pipe.out.pinned:
             tm, tn, _ = pipe.plan.tile
             dst = pipe.out.block_addr(tile.i * tm, tile.j * tn)
-            self.eng.at(t_store, lambda _: self._write(dst, out_bytes, tile.n))
+            self.eng.at(t_store, lambda _: self._write(dst, out_bytes, tile.n, i))
         else:
             self.t_last = max(self.t_last, t_store)
             self._output_done(t_store)
 
-    def _math(self, vec, t: float, elements: int, op: str, i: int) -> float:
-        start, end = vec.reserve(t, math.ceil(elements / vec.lanes) * vec.ns_per_step)
-        self.eng.oplog.record(start, end, vec.id, "math", "MATH", {"tile": i, "op": op, "elements": elements})
-        return end
+    def _math(self, t: float, elements: int, op: str, i: int) -> float:
+        """One math op over ``elements`` (tile ``i``; -1 outside the tile loop); returns its end."""
+        return self.sched.stages.math(t, elements, "math", {"tile": i, "op": op, "elements": elements})[1]
 
-    def _write(self, dst: int, nbytes: int, cols: int) -> None:
+    def _write(self, dst: int, nbytes: int, cols: int, i: int) -> None:
         ev = self.eng.env.event()
         ev.callbacks.append(lambda _: self._output_done(self.eng.now))
         row, pitch = self.pipe.out.row_layout(cols)
-        self.sched.block("pe_dma").enqueue(DmaWriteCmd(self.staging, dst, nbytes, ev, copy_data=False,
+        self.sched.block("pe_dma").enqueue(DmaWriteCmd(self.staging["c"][i & 1], dst, nbytes, ev, copy_data=False,
                                                        row_bytes=row, src_pitch=row, dst_pitch=pitch),
                                            self.request)
 
@@ -192,7 +180,7 @@ class CompositeRun:
             t_end = self.t_last
             m, n = self.pipe.out.shape
             for op in self.pipe.post:
-                t_end = self._math(self.sched.block("pe_math"), t_end, m * n, op.kind, -1)
+                t_end = self._math(t_end, m * n, op.kind, -1)
             self.eng.at(t_end, lambda _: self._finish())
 
     def _finish(self) -> None:
