@@ -6,7 +6,9 @@ Build it with ``nox -s docs`` or, from the repository root::
 
 Pages under ``adr/generated/`` and ``reference/`` are written at build time by
 ``_ext/kernbench_docs.py`` (ADR copies, the topology spec field table and
-sample CLI output); they are not committed and must not be edited by hand.
+sample CLI output), and ``studies/{gemm,allreduce,gqa}.md``, their figures and
+``adr/records.md`` (the ADR index) by ``_ext/kernbench_studies.py``; they are
+not committed and must not be edited by hand.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.viewcode",
     "kernbench_docs",
+    "kernbench_studies",
 ]
 
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}

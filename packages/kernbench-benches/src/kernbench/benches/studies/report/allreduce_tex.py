@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernbench.benches.studies.report.numbers import Numbers, fixed, sig
-from kernbench.benches.studies.report.tables import table
+from kernbench.benches.studies.report.tables import TableData
 from kernbench.benches.studies.results import select
 
 TOPOLOGIES = {"ring_1d": "Ring", "torus_2d": "Torus", "mesh_2d_no_wrap": "Mesh"}
@@ -126,13 +126,20 @@ def generate(doc: dict, nums: Numbers) -> tuple[dict[str, str], dict[str, str]]:
                                         f"{seed_order[2].upper()}, the reverse of our order at this bandwidth")
     else:
         claims["kbClaimKindsVsSeed"] = f"a different winner ({seed_order[0].upper()})"
-    files = {"tab-allreduce-topologies.tex": _topology_table(topo, payloads),
-             "tab-allreduce-kinds.tex": _kind_table(kinds, payloads),
-             "tab-allreduce-sensitivity.tex": _sensitivity_table(sens)}
+    files = {f"tab-{t.label.removeprefix('tab:')}.tex": t.latex() for t in tables(doc)}
     return claims, files
 
 
-def _topology_table(topo: dict, payloads: list[int]) -> str:
+def tables(doc: dict) -> list[TableData]:
+    """The all-reduce section's tables: by topology, by buffer kind, and the sensitivity panel."""
+    topo = {t: select(doc, panel="topology", sip_topology=t) for t in TOPOLOGIES}
+    kinds = {k: select(doc, panel="buffer_kind", buffer_kind=k) for k in KINDS}
+    sens = {k: select(doc, panel="sensitivity", buffer_kind=k) for k in KINDS}
+    payloads = [r["bytes_per_pe"] for r in topo["torus_2d"]]
+    return [_topology_table(topo, payloads), _kind_table(kinds, payloads), _sensitivity_table(sens)]
+
+
+def _topology_table(topo: dict, payloads: list[int]) -> TableData:
     rows = []
     for i, b in enumerate(payloads):
         row = [_size(b)]
@@ -141,12 +148,12 @@ def _topology_table(topo: dict, payloads: list[int]) -> str:
             row += [sig(r["allreduce_ns"] / 1e3, 4), sig(r["model_ns"] / 1e3, 4)]
         rows.append(row)
     header = ["payload / PE"] + [f"{t} {w}" for t in TOPOLOGIES for w in ("µs", "model µs")]
-    return table("tab:allreduce-topologies",
+    return TableData("tab:allreduce-topologies",
                  "All-reduce latency over six SIPs by payload per PE and logical SIP topology (TCM receive rings), "
                  "measured and α–β model.", header, rows, "l" + "rr" * len(TOPOLOGIES))
 
 
-def _kind_table(kinds: dict, payloads: list[int]) -> str:
+def _kind_table(kinds: dict, payloads: list[int]) -> TableData:
     rows = []
     for i, b in enumerate(payloads):
         row = [_size(b)]
@@ -155,19 +162,19 @@ def _kind_table(kinds: dict, payloads: list[int]) -> str:
             row += [sig(r["allreduce_ns"] / 1e3, 4), sig(r["model_ns"] / 1e3, 4)]
         rows.append(row)
     header = ["payload / PE"] + [f"{k.upper()} {w}" for k in KINDS for w in ("µs", "model µs")]
-    return table("tab:allreduce-kinds",
+    return TableData("tab:allreduce-kinds",
                  "All-reduce latency on the 2×3 torus by payload and by the memory holding the IPCQ receive rings, "
                  "measured and α–β model.", header, rows, "l" + "rr" * len(KINDS))
 
 
-def _sensitivity_table(sens: dict) -> str:
+def _sensitivity_table(sens: dict) -> TableData:
     rows = []
     for i, r0 in enumerate(sens["tcm"]):
         row = [fixed(r0["channel_gbs"], 0)]
         for k in KINDS:
             row.append(sig(sens[k][i]["allreduce_ns"] / 1e3, 4))
         rows.append(row)
-    return table("tab:allreduce-sensitivity",
+    return TableData("tab:allreduce-sensitivity",
                  f"Sensitivity panel: all-reduce latency (µs) on the torus at {_size(sens['tcm'][0]['bytes_per_pe'])} "
                  "per PE as the HBM pseudo-channel bandwidth (GB/s) is raised.",
                  ["GB/s per channel", "TCM µs", "SRAM µs", "HBM µs"], rows, "rrrr")

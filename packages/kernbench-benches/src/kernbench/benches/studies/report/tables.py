@@ -2,7 +2,34 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from kernbench.benches.studies.report.numbers import tex_escape
+
+
+@dataclass(frozen=True)
+class TableData:
+    """A results table before typesetting: label, caption (plain text), header, rows of plain-text cells, LaTeX
+    column alignment. The report typesets it with :func:`latex`, the docs with :func:`markdown`."""
+
+    label: str
+    caption: str
+    header: list[str]
+    rows: list[list[str]]
+    align: str
+
+    def latex(self) -> str:
+        """The table as a LaTeX float."""
+        return table(self.label, self.caption, self.header, self.rows, self.align)
+
+    def markdown(self) -> str:
+        """The table as a Markdown (MyST) table with its caption above."""
+        right = [c == "r" for c in re.findall(r"p\{[^}]*\}|[lrc]", self.align)]
+        lines = [f"**{self.caption}**", "", "| " + " | ".join(self.header) + " |",
+                 "|" + "|".join("---:" if r else "---" for r in right[:len(self.header)]) + "|"]
+        lines += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in self.rows]
+        return "\n".join(lines) + "\n"
 
 
 def table(label: str, caption: str, header: list[str], rows: list[list[str]], align: str,
