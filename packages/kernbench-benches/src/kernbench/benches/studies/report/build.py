@@ -57,7 +57,7 @@ def _figure_macros(specs) -> str:
         caption = tex_escape(spec.caption) + rf" Regenerate with \texttt{{{tex_escape(spec.command)}}}."
         label = spec.name.replace("_", "-")
         lines.append(rf"\newcommand{{\kbFig{_camel(spec.name)}}}{{\begin{{figure}}[tbp]\centering"
-                     rf"\includegraphics[width=\linewidth]{{figures/{spec.name}}}"
+                     rf"\includegraphics[width={spec.width:g}\linewidth]{{figures/{spec.name}}}"
                      rf"\caption{{{caption}}}\label{{fig:{label}}}\end{{figure}}}}")
     return "\n".join(lines) + "\n"
 
