@@ -79,7 +79,7 @@ def _figure_block(spec, rel: str) -> str:
 def study_page(doc: dict, figures_rel: str) -> str:
     """A study's page: what it runs, the command, provenance, figures with captions, tables."""
     from kernbench.benches.studies.figures import figures_of
-    from kernbench.benches.studies.report import allreduce_tex, gemm_tex
+    from kernbench.benches.studies.report import allreduce_tex, gemm_tex, gqa_tex
 
     prov = doc["provenance"]
     lines = [NOTE, f"# {doc['title']}\n", f"{doc['description']}.\n",
@@ -87,7 +87,8 @@ def study_page(doc: dict, figures_rel: str) -> str:
              f"`results.csv`; `kernbench study --help` lists the options). This page was generated from those "
              f"results: {len(doc['points'])} points, kernbench source digest `{prov['source_sha256'][:12]}`, "
              f"commit `{(prov.get('git_commit') or 'none')[:12]}`.\n"]
-    tables = {"gemm": gemm_tex.tables, "allreduce": allreduce_tex.tables}.get(doc["study"], lambda d: [])(doc)
+    tables = {"gemm": gemm_tex.tables, "allreduce": allreduce_tex.tables,
+              "gqa": gqa_tex.tables}.get(doc["study"], lambda d: [])(doc)
     lines.append("## Figures\n")
     for spec in figures_of(doc["study"]):
         lines.append(_figure_block(spec, figures_rel))

@@ -140,7 +140,7 @@ def _generate(tmp_path: Path, docs: dict) -> build.Generated:
 
 
 def test_every_macro_the_sections_use_is_generated(tmp_path):
-    gen = _generate(tmp_path, {n: SYN.synthetic_doc(n) for n in ("gemm", "allreduce")})
+    gen = _generate(tmp_path, {n: SYN.synthetic_doc(n) for n in ("gemm", "allreduce", "gqa")})
     generated = "".join((gen.tex_dir / "generated" / f).read_text()
                         for f in ("numbers.tex", "claims.tex", "figures.tex"))
     defined = set(re.findall(r"\\newcommand\{\\(kb\w+)\}", generated))
@@ -153,7 +153,19 @@ def test_every_macro_the_sections_use_is_generated(tmp_path):
     assert numbers["kbArTorusMax"]["unit"] == r"\textmu{}s" and "allreduce_ns" in numbers["kbArTorusMax"]["source"]
     hw = (gen.tex_dir / "generated" / "hardware.tex").read_text()
     assert r"\texttt{\footnotesize pe.gemm.tile\_k}" in hw and "topologies/topology.yaml" in hw
-    assert "has not been run" in (gen.tex_dir / "generated" / "gqa-results.tex").read_text()
+    assert r"\input{generated/tab-gqa-long}" in (gen.tex_dir / "generated" / "gqa-results.tex").read_text()
+
+
+def test_without_gqa_results_the_section_says_so_and_has_no_numbers():
+    from kernbench.benches.studies.report import gqa_tex
+    from kernbench.benches.studies.report.numbers import Numbers
+
+    nums = Numbers()
+    claims, files = gqa_tex.generate(None, nums)
+    assert not nums.items and set(files) == {"gqa-results.tex"}
+    assert "has not been run" in files["gqa-results.tex"] and not any(ch.isdigit() for ch in files["gqa-results.tex"]
+                                                                      .split("\n", 1)[1])
+    assert "gives no numbers" in claims["kbClaimGqaSummary"]
 
 
 def test_missing_results_name_the_command(tmp_path):
@@ -176,7 +188,7 @@ def _pdf_text(pdf: Path) -> str:
 @pytest.mark.skipif(shutil.which("latexmk") is None or shutil.which("pdftotext") is None,
                     reason="TeX (latexmk) and poppler-utils (pdftotext) are needed; .ci/run installs them")
 def test_the_pdf_shows_every_generated_number_and_follows_the_results(tmp_path):
-    docs = {n: SYN.synthetic_doc(n) for n in ("gemm", "allreduce")}
+    docs = {n: SYN.synthetic_doc(n) for n in ("gemm", "allreduce", "gqa")}
     gen = _generate(tmp_path, docs)
     pdf = build.build_pdf(gen, tmp_path / "report")
     text = _pdf_text(pdf)

@@ -16,6 +16,7 @@ from kernbench.benches.studies.base import Study, StudyError
 MODULES: dict[str, str] = {
     "gemm": "kernbench.benches.studies.gemm",
     "allreduce": "kernbench.benches.studies.allreduce",
+    "gqa": "kernbench.benches.studies.gqa",
 }
 
 

@@ -147,7 +147,7 @@ def generate(studies_dir: Path = DEFAULT_STUDIES, source: Path = DEFAULT_SOURCE,
         c, f = gen(docs[name], nums)
         claims.update(c)
         files.update(f)
-    c, f = gqa_tex.generate(docs.get("gqa"), nums)
+    c, f = gqa_tex.generate(docs.get("gqa"), nums)  # None while no gqa study is registered
     claims.update(c)
     files.update(f)
     _provenance(nums, docs)
