@@ -2,14 +2,13 @@
 
 Connected to ``config-inited``, it:
 
-* runs every registered study through the study runner (``kernbench study``
-  with its cache: a warm cache makes this a lookup, a cold one simulates the
-  missing points) into ``out/studies/NAME/``, draws each study's figures as
-  SVG from that ``results.json`` into ``docs/studies/_figures/``, and writes
+* runs every registered study (``gemm``, ``allreduce``, ``gqa``) through the
+  study runner (``kernbench study`` with its cache: a warm cache makes this a
+  lookup, a cold one simulates the missing points) into
+  ``out/studies/NAME/``, draws each study's figures as SVG from that
+  ``results.json`` into ``docs/studies/_figures/``, and writes
   ``docs/studies/NAME.md`` with the same figures, captions and tables as the
-  report;
-* writes ``docs/studies/gqa.md`` saying that the GQA study has not been run
-  while no ``gqa`` study is registered;
+  report (``gqa.md`` says the study has not run when none is registered);
 * writes ``docs/adr/records.md``, a table of every ADR's number, title,
   status and date, read from the ADR files.
 

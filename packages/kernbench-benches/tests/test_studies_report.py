@@ -139,8 +139,16 @@ def _generate(tmp_path: Path, docs: dict) -> build.Generated:
     return build.generate(studies, REPORT, tmp_path / "report", TOPOLOGIES)
 
 
-def test_every_macro_the_sections_use_is_generated(tmp_path):
-    gen = _generate(tmp_path, {n: SYN.synthetic_doc(n) for n in ("gemm", "allreduce", "gqa")})
+@pytest.fixture(scope="module")
+def synthetic_report(tmp_path_factory):
+    """The report generated once for this module from synthetic results: (folder, documents, Generated)."""
+    folder = tmp_path_factory.mktemp("report")
+    docs = {n: SYN.synthetic_doc(n) for n in ("gemm", "allreduce", "gqa")}
+    return folder, docs, _generate(folder, docs)
+
+
+def test_every_macro_the_sections_use_is_generated(synthetic_report):
+    _, _, gen = synthetic_report
     generated = "".join((gen.tex_dir / "generated" / f).read_text()
                         for f in ("numbers.tex", "claims.tex", "figures.tex"))
     defined = set(re.findall(r"\\newcommand\{\\(kb\w+)\}", generated))
@@ -187,9 +195,9 @@ def _pdf_text(pdf: Path) -> str:
 
 @pytest.mark.skipif(shutil.which("latexmk") is None or shutil.which("pdftotext") is None,
                     reason="TeX (latexmk) and poppler-utils (pdftotext) are needed; .ci/run installs them")
-def test_the_pdf_shows_every_generated_number_and_follows_the_results(tmp_path):
-    docs = {n: SYN.synthetic_doc(n) for n in ("gemm", "allreduce", "gqa")}
-    gen = _generate(tmp_path, docs)
+def test_the_pdf_shows_every_generated_number_and_follows_the_results(synthetic_report):
+    tmp_path, docs, gen = synthetic_report
+    docs = copy.deepcopy(docs)
     pdf = build.build_pdf(gen, tmp_path / "report")
     text = _pdf_text(pdf)
     numbers = json.loads((gen.tex_dir / "generated" / "numbers.json").read_text())

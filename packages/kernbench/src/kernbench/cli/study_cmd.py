@@ -27,7 +27,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> list[argparse.ArgumentParser
     """Register ``study`` and ``report`` on the ``kernbench`` subcommand parser; returns the new parsers."""
     s = sub.add_parser("study", help="run a milestone study (cached, parallel) and draw its figures",
                        description="Run a study's grid and write results.json/results.csv and figures.")
-    s.add_argument("name", help=f"study name ({', '.join(study_names())}) or 'all'")
+    s.add_argument("name", help=f"study name ({', '.join(study_names())}), several joined by commas, or 'all'")
     s.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="worker processes (default: the CPU count)")
     s.add_argument("--executor", choices=EXECUTORS, default=None,
