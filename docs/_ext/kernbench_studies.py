@@ -81,7 +81,8 @@ def study_page(doc: dict, figures_rel: str) -> str:
     from kernbench.benches.studies.report import allreduce_tex, gemm_tex, gqa_tex
 
     prov = doc["provenance"]
-    lines = [NOTE, f"# {doc['title']}\n", f"{doc['description']}.\n",
+    description = doc["description"][:1].upper() + doc["description"][1:]
+    lines = [NOTE, f"# {doc['title']}\n", f"{description}.\n",
              f"Regenerate with `{doc['command']}` (results in `out/studies/{doc['study']}/results.json` and "
              f"`results.csv`; `kernbench study --help` lists the options). This page was generated from those "
              f"results: {len(doc['points'])} points, kernbench source digest `{prov['source_sha256'][:12]}`, "
