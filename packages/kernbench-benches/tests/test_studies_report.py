@@ -203,6 +203,13 @@ def test_the_pdf_shows_every_generated_number_and_follows_the_results(synthetic_
     numbers = json.loads((gen.tex_dir / "generated" / "numbers.json").read_text())
     missing = [name for name, n in numbers.items() if n["text"] not in text]
     assert missing == []
+    stats = build.pdf_stats(tmp_path / "report")
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout
+    assert stats.pages == int(re.search(r"Pages:\s+(\d+)", info).group(1))
+    sections = "".join(p.read_text() for p in (REPORT / "sections").glob("*.tex"))
+    generated = (gen.tex_dir / "generated" / "gqa-results.tex").read_text()
+    assert stats.figures == len(re.findall(r"\\kbFig[A-Z]", sections + generated))
+    assert stats.tables == len(re.findall(r"\\input\{generated/(?:tab-|hardware)", sections + generated))
     before = numbers["kbArTorusMax"]["text"]
     # change one result: the torus latency at the largest payload
     (row,) = [p for p in docs["allreduce"]["points"] if p["labels"]["panel"] == "topology"

@@ -174,6 +174,25 @@ def latexmk() -> str:
     return exe
 
 
+@dataclass(frozen=True)
+class PdfStats:
+    """What the built PDF holds: pages, numbered figures and tables (from latexmk's log and aux files)."""
+
+    pages: int
+    figures: int
+    tables: int
+
+
+def pdf_stats(out: Path = DEFAULT_OUT) -> PdfStats:
+    """Pages (the log's "Output written" line) and the figure and table labels (the aux file) of the last build."""
+    build = Path(out) / "build"
+    log = (build / f"{JOBNAME}.log").read_text(encoding="utf-8", errors="replace")
+    aux = (build / f"{JOBNAME}.aux").read_text(encoding="utf-8", errors="replace")
+    pages = re.search(r"Output written on .*?\((\d+)\s+pages?", log, re.DOTALL)
+    return PdfStats(int(pages.group(1)) if pages else 0, len(re.findall(r"\\newlabel\{fig:", aux)),
+                    len(re.findall(r"\\newlabel\{tab:", aux)))
+
+
 def build_pdf(gen: Generated, out: Path = DEFAULT_OUT) -> Path:
     """Run ``latexmk -pdf`` on the generated report; returns the PDF's path (``StudyError`` with the log on
     failure)."""
