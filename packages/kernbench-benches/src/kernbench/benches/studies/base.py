@@ -77,7 +77,8 @@ class Study:
 
     ``grid()`` lists the points in the order results are reported; ``point``
     runs one of them. ``files(params)`` names the files under the topology
-    folder that the point reads (they key the cache); ``overrides(params)``
+    folder that the point reads, the topology file first (they key the
+    cache); ``overrides(params)``
     the spec fields it changes in memory (dotted path to value; they key the
     cache too). ``modules`` are the modules whose kernbench import closure
     keys the cache: a change to any source file they import reruns the

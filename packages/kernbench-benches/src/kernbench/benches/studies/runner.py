@@ -8,6 +8,7 @@ each study's ``results.json`` / ``results.csv`` with points in grid order.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import platform
 import subprocess
@@ -22,6 +23,7 @@ from kernbench.benches.studies import results as res
 from kernbench.benches.studies.base import Point, PointContext, Study, StudyError
 from kernbench.benches.studies.cache import KeyParts, ResultCache, key_parts, source_digest
 from kernbench.benches.studies.executors import EXECUTORS, check_scheduler, connect, run_tasks
+from kernbench.benches.studies.graphs import study_graph
 from kernbench.benches.studies.progress import Progress
 from kernbench.benches.studies.registry import get_study
 from kernbench.topology.errors import KernbenchError
@@ -194,6 +196,23 @@ def _packages() -> dict[str, str]:
     return found
 
 
+def _prewarm(points: list[tuple[StudyPlan, PlannedPoint]], options: RunOptions) -> None:
+    """Compile the topologies (with their overrides) the points will use, in this process, before a forked
+    process pool starts: the workers then inherit the compiled graphs instead of each compiling them again."""
+    if options.executor != "process" or multiprocessing.get_start_method(allow_none=False) != "fork":
+        return
+    seen = set()
+    for plan_, pp in points:
+        params = pp.point.params
+        files = plan_.study.files(params)
+        if not files:
+            continue
+        key = (files[0], tuple(sorted(plan_.study.overrides(params).items())))
+        if key not in seen:
+            seen.add(key)
+            study_graph(options.topology_dir, files[0], plan_.study.overrides(params))
+
+
 def run(plans: list[StudyPlan], options: RunOptions) -> list[StudyRun]:
     """Run the points the plans mark to run, store them in the cache, write every study's results."""
     options = options.checked()
@@ -213,6 +232,7 @@ def run(plans: list[StudyPlan], options: RunOptions) -> list[StudyRun]:
                               str(options.topology_dir))) for k in keys]
     if options.scheduler and not tasks:
         connect(options.scheduler).close()  # nothing to run, but the address must still name a working scheduler
+    _prewarm([pending[k] for k in keys], options)
     done: dict[str, tuple[dict, float]] = {}
     t0 = time.perf_counter()
     bar = Progress(len(tasks), " + ".join(p.study.name for p in plans), options.progress)
