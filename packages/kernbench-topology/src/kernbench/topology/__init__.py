@@ -2,12 +2,14 @@
 
 Typical use::
 
-    from kernbench.topology import load_topology, PathRouter
-    graph = load_topology("topologies/topology.yaml")
+    from kernbench.topology import builtin, load_topology, PathRouter
+    graph = builtin("default")                      # or load_topology("my_topology.yaml")
     path = PathRouter(graph).memory_path("tray.host_cpu", "sip0.cube0.hbm_ctrl.pe0")
 """
 
 from kernbench.topology.address import PhysAddr, decode
+from kernbench.topology.builtins import builtin, resolve
+from kernbench.topology.builtins import names as builtin_names
 from kernbench.topology.compiler import compile_spec, load_topology
 from kernbench.topology.diagrams import emit_diagrams
 from kernbench.topology.errors import AddressError, KernbenchError, RoutingError, SpecError, TopologyError
@@ -18,6 +20,6 @@ from kernbench.topology.spec import TopologySpec, load_spec, spec_from_dict
 __all__ = [
     "AddressError", "AddressResolver", "Edge", "KernbenchError", "Node", "PathRouter", "PhysAddr",
     "RoutingError", "SpecError", "TopologyError", "TopologyGraph", "TopologySpec", "View", "ViewEdge",
-    "ViewNode", "compile_spec", "decode", "emit_diagrams", "load_spec", "load_topology", "path_edges",
-    "spec_from_dict",
+    "ViewNode", "builtin", "builtin_names", "compile_spec", "decode", "emit_diagrams", "load_spec", "load_topology",
+    "path_edges", "resolve", "spec_from_dict",
 ]
