@@ -21,10 +21,11 @@ import pytest
 import yaml
 
 from kernbench.topology import SpecError, TopologyError, compile_spec, load_spec, load_topology, spec_from_dict
+from kernbench.topology.builtins import topologies_folder
 from kernbench.topology.mesh_gen import generate_mesh, mesh_path_for, source_hash
 
-REPO = Path(__file__).resolve().parents[3]
-DEFAULT_YAML = REPO / "topologies" / "topology.yaml"
+TOPOLOGIES = topologies_folder(Path(__file__))
+DEFAULT_YAML = TOPOLOGIES / "topology.yaml"
 
 PE_BLOCKS = ("pe_cpu", "pe_scheduler", "pe_dma", "pe_fetch_store", "pe_gemm", "pe_math",
              "pe_tcm", "pe_mmu", "pe_ipcq")
@@ -409,7 +410,7 @@ def test_node_positions(graph):
 
 
 def test_grid_layout_of_torus_sips():
-    g = compile_spec(load_spec(REPO / "topologies" / "6sip_2x3_torus_2d.yaml"))
+    g = compile_spec(load_spec(TOPOLOGIES / "6sip_2x3_torus_2d.yaml"))
     assert len(g.nodes) == 6 * 16 * 102 + 6 * 5 + 2
     # SIP height = 4 x 12 + 3 x 2 = 54 mm; SIP 4 sits at grid row 1, column 1.
     r0 = g.nodes["sip4.cube0.noc.r0c0"]

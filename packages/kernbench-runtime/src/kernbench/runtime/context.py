@@ -41,7 +41,7 @@ from kernbench.runtime.extensions import EXTENSIONS, ExtensionRegistry
 from kernbench.runtime.placement import DPPolicy, Shard, resolve_shards
 from kernbench.sim import ComponentRegistry, GraphEngine, MemoryReadMsg, MemoryWriteMsg, Request
 from kernbench.tl import TensorArg
-from kernbench.topology import TopologyGraph, load_topology
+from kernbench.topology import TopologyGraph, resolve
 from kernbench.topology import naming as nm
 from kernbench.topology.address import PhysAddr
 from kernbench.topology.errors import KernbenchError
@@ -414,10 +414,14 @@ class RuntimeContext:
 
 
 @contextlib.contextmanager
-def session(topology: str | Path | TopologyGraph, device: int = 0, data: bool = False,
+def session(topology: str | Path | TopologyGraph | None = None, device: int = 0, data: bool = False,
             trace: bool = False) -> Iterator[RuntimeContext]:
-    """``with session("topologies/topology.yaml", device=0, data=True) as torch: ...`` for scripts and notebooks."""
-    graph = topology if isinstance(topology, TopologyGraph) else load_topology(topology)
+    """``with session(device=0, data=True) as torch: ...`` for scripts and notebooks.
+
+    ``topology`` is a compiled graph, a YAML file, the name of a builtin
+    topology, or None for the builtin default (it works from any folder).
+    """
+    graph = topology if isinstance(topology, TopologyGraph) else resolve(topology)
     ctx = RuntimeContext(graph, device=device, data=data, trace=trace)
     try:
         yield ctx

@@ -7,6 +7,8 @@ Typical use::
     path = PathRouter(graph).memory_path("tray.host_cpu", "sip0.cube0.hbm_ctrl.pe0")
 """
 
+from importlib import metadata as _metadata
+
 from kernbench.topology.address import PhysAddr, decode
 from kernbench.topology.builtins import builtin, resolve
 from kernbench.topology.builtins import names as builtin_names
@@ -18,8 +20,32 @@ from kernbench.topology.routing import AddressResolver, PathRouter, path_edges
 from kernbench.topology.spec import TopologySpec, load_spec, spec_from_dict
 
 __all__ = [
-    "AddressError", "AddressResolver", "Edge", "KernbenchError", "Node", "PathRouter", "PhysAddr",
-    "RoutingError", "SpecError", "TopologyError", "TopologyGraph", "TopologySpec", "View", "ViewEdge",
-    "ViewNode", "builtin", "builtin_names", "compile_spec", "decode", "emit_diagrams", "load_spec", "load_topology",
-    "path_edges", "resolve", "spec_from_dict",
+    "AddressError",
+    "AddressResolver",
+    "Edge",
+    "KernbenchError",
+    "Node",
+    "PathRouter",
+    "PhysAddr",
+    "RoutingError",
+    "SpecError",
+    "TopologyError",
+    "TopologyGraph",
+    "TopologySpec",
+    "View",
+    "ViewEdge",
+    "ViewNode",
+    "__version__",
+    "builtin",
+    "builtin_names",
+    "compile_spec",
+    "decode",
+    "emit_diagrams",
+    "load_spec",
+    "load_topology",
+    "path_edges",
+    "resolve",
+    "spec_from_dict",
 ]
+
+__version__ = _metadata.version("kernbench-topology")

@@ -68,3 +68,24 @@ def export(name: str, path: str | Path) -> Path:
     except OSError as exc:
         raise SpecError(f"cannot write {dest}: {exc.strerror}; choose a writable path") from None
     return dest
+
+
+#: The repository file name of each builtin topology (``topologies/<file>`` in a clone).
+REPO_FILES = {DEFAULT: "topology.yaml"}
+
+
+def topologies_folder(start: str | Path) -> Path:
+    """A folder of the shipped topologies under their repository names (``topology.yaml``,
+    ``6sip_2x3_torus_2d.yaml``, ...): the repository's ``topologies/`` above ``start`` when there is one (a
+    clone; its files are the editable source), else a fresh temporary folder holding the packaged copies (an
+    unpacked sdist or an installed wheel)."""
+    for parent in Path(start).resolve().parents:
+        candidate = parent / "topologies"
+        if (candidate / "topology.yaml").is_file():
+            return candidate
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="kernbench-topologies-"))
+    for name in names():
+        (folder / REPO_FILES.get(name, f"{name}.yaml")).write_text(text(name), encoding="utf-8")
+    return folder

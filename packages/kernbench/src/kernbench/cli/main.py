@@ -43,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--diagrams", metavar="DIR", help="write one SVG per view into DIR")
     t.add_argument("--list", action="store_true", help="list the builtin topologies")
     t.add_argument("--export", nargs=2, metavar=("NAME", "PATH"), help="write builtin topology NAME to PATH to edit")
+    t.add_argument("--verbose", action="store_true", help="also list the edge kinds and their counts")
     pr = sub.add_parser("probe", help="run the traffic catalog through the fabric")
     pr.add_argument("--topology", default=None, help=TOPOLOGY_HELP)
     pr.add_argument("--case", default="all", help="run one case by name (default: all)")
@@ -83,7 +84,7 @@ def _dispatch(args) -> int:
         from kernbench.cli.topology_cmd import run_topology
 
         return run_topology(args.path, as_json=args.json, diagrams=args.diagrams, list_=args.list,
-                            export=args.export)
+                            export=args.export, verbose=args.verbose)
     if args.command in ("list", "run"):
         from kernbench.cli.run_cmd import run_list, run_run
 

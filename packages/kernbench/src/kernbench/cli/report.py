@@ -12,14 +12,13 @@ def print_probe(result: ProbeResult, *, verbose: bool = False) -> None:
     head = (f"{'case':24s} {'actual ns':>10s} {'formula ns':>10s} {'ovhd ns':>8s} {'wire ns':>8s} {'fill ns':>8s} "
             f"{'drain ns':>9s} {'BN GB/s':>8s} {'eff GB/s':>8s} {'util %':>6s} {'hops':>4s}")
     print(head)
-    print("-" * len(head))
     for c in result.cases:
         print(f"{c.name:24s} {c.actual_ns:10.1f} {c.formula_ns:10.1f} {c.overhead_ns:8.1f} {c.wire_ns:8.1f} "
               f"{c.fill_ns:8.1f} {c.drain_ns:9.1f} {c.bottleneck_bw_gbs:8.0f} {c.eff_bw_gbs:8.1f} "
               f"{c.util_pct:6.1f} {c.hops:4d}")
-        if c.flows:
+        if c.flows and verbose:
             print(f"{'':24s} flows finish at " + ", ".join(f"{fl['actual_ns']:.1f}" for fl in c.flows) + " ns")
-    if result.sweep:
+    if result.sweep and verbose:
         sizes = sorted({r["nbytes"] for r in result.sweep})
         print("\nutilisation % of the bottleneck bandwidth, by payload")
         print(f"{'case':24s}" + "".join(f"{_size(s):>9s}" for s in sizes))
@@ -37,11 +36,11 @@ def print_probe(result: ProbeResult, *, verbose: bool = False) -> None:
                 if node == c.bottleneck_edge[0] and leg != "read_data":
                     mark = f"  <BN:{c.bottleneck_bw_gbs:.0f}GB/s>"
                 print(f"    {leg:9s} {node:34s} {t_in:8.1f} -> {t_out:8.1f}{mark}")
-    print("\ninvariants")
+    print("invariants:")
     for inv in result.invariants:
         print(f"  [{'v' if inv['pass'] else 'x'}] {'PASS' if inv['pass'] else 'FAIL'}  {inv['name']}: {inv['detail']}")
     if not verbose:
-        print("(route detail: kernbench probe --verbose; machine-readable: --json)")
+        print("(utilisation sweep and route detail: kernbench probe --verbose; machine-readable: --json)")
 
 
 def _size(n: int) -> str:

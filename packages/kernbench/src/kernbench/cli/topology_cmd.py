@@ -24,7 +24,7 @@ def summary(graph: TopologyGraph) -> dict:
 
 
 def run_topology(path: str | None, *, as_json: bool, diagrams: str | None, list_: bool = False,
-                 export: tuple[str, str] | None = None) -> int:
+                 export: tuple[str, str] | None = None, verbose: bool = False) -> int:
     """Print the summary (text or JSON) and write the view diagrams if asked; or list / export the builtins."""
     if list_:
         names = builtin_names()
@@ -47,10 +47,12 @@ def run_topology(path: str | None, *, as_json: bool, diagrams: str | None, list_
     print(f"topology {spec.name!r} ({spec.source})")
     print(f"  SIPs: {info['sips']} ({spec.system.sips.topology})   cubes per SIP: {info['cubes_per_sip']} "
           f"({spec.sip.cube_mesh.w}x{spec.sip.cube_mesh.h})   PEs per cube: {info['pes_per_cube']}")
-    print(f"  nodes: {info['nodes']}   edges: {info['edges']}")
-    for kind, n in info["edge_kinds"].items():
-        print(f"    {kind:22s} {n:6d}")
-    print(f"  cube-mesh cache: {info['mesh_file'] or '(none)'}")
-    for p in written:
-        print(f"  wrote {p}")
+    print(f"  nodes: {info['nodes']}   edges: {info['edges']} of {len(info['edge_kinds'])} kinds"
+          f"{'' if verbose else ' (--verbose lists them)'}")
+    if verbose:
+        for kind, n in info["edge_kinds"].items():
+            print(f"    {kind:22s} {n:6d}")
+        print(f"  cube-mesh cache: {info['mesh_file'] or '(none)'}")
+    if written:
+        print(f"  wrote {len(written)} diagrams to {written[0].parent}: {', '.join(p.name for p in written)}")
     return 0
