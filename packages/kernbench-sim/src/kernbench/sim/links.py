@@ -115,13 +115,15 @@ class LinksReport:
 def link_records(engine, include_idle: bool = False) -> list[LinkRecord]:
     """The engine's per-wire counters as :class:`LinkRecord`, utilisation over ``[0, engine.now]``.
 
-    Only links that carried traffic by default; every graph edge (in edge
-    order) with ``include_idle``.
+    Only links that carried traffic (bytes or control messages) by default;
+    every graph edge with ``include_idle``; graph edge order either way.
     """
     window = float(engine.now)
     graph = engine.graph
     out = []
-    for s in engine.link_stats(include_idle=include_idle):
+    for s in engine.link_stats(include_idle=True):
+        if not (include_idle or s.bytes or s.messages):  # control-only wires carried messages: keep them
+            continue
         e = graph.edge(s.src, s.dst)
         out.append(LinkRecord(s.src, s.dst, s.kind, e.bw_gbs, e.latency_ns, s.bytes, s.packets, s.messages,
                               s.busy_ns, s.busy_ns / window if window > 0 else 0.0, s.max_wait_ns))
@@ -228,6 +230,17 @@ def read_links(path: str | PathLike[str]) -> LinksReport:
     return parse_links(data, f"links file {p}")
 
 
+def check_topology(report: LinksReport, graph, where: str) -> None:
+    """:class:`LinksFileError` unless ``report`` was recorded on ``graph``: one record per edge of it."""
+    missing = [r for r in report.links if not graph.has_edge(r.src, r.dst)]
+    if missing or len(report.links) != len(graph.edges):
+        what = (f"{len(missing)} of its links are not in topology {graph.spec.name!r} (e.g. {missing[0].label})"
+                if missing else f"it has {len(report.links)} links but topology {graph.spec.name!r} has "
+                                f"{len(graph.edges)}")
+        raise LinksFileError(f"{where} was recorded on another topology ({report.run.get('topology', '?')}): "
+                             f"{what}; pass the topology the run used with --topology")
+
+
 # --------------------------------------------------------------------------- human table
 
 
@@ -245,5 +258,5 @@ def format_top(records: Sequence[LinkRecord], title: str, window_ns: float) -> s
     return "\n".join(lines)
 
 
-__all__ = ["SCHEMA", "LinkRecord", "LinksFileError", "LinksReport", "format_top", "link_records", "link_report",
-           "parse_links", "read_links", "write_links"]
+__all__ = ["SCHEMA", "LinkRecord", "LinksFileError", "LinksReport", "check_topology", "format_top", "link_records",
+           "link_report", "parse_links", "read_links", "write_links"]

@@ -276,9 +276,9 @@ def render_heatmap(graph: TopologyGraph, values: Mapping[tuple[str, str], float]
         right = mx < (x0 + x1) / 2
         ax.annotate(text, (mx, my), xytext=(40 if right else -40, -40 if my > (y0 + y1) / 2 else 40),
                     textcoords="offset points", ha="left" if right else "right", fontsize=7.5, zorder=6,
-                    bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": "#800026",
+                    bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": "#24292f",
                           "alpha": 0.92},
-                    arrowprops={"arrowstyle": "->", "color": "#800026", "linewidth": 1.0})
+                    arrowprops={"arrowstyle": "->", "color": "#24292f", "linewidth": 1.0})
     return fig, HeatmapInfo(scope, sip, cube, len(edges), top_run, top_drawn)
 
 

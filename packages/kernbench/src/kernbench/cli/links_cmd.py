@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kernbench.sim.links import LinksFileError, LinksReport, format_top, read_links
+from kernbench.sim.links import LinksFileError, LinksReport, check_topology, format_top, read_links
 from kernbench.topology import TopologyGraph, load_topology
 from kernbench.topology.heatmap import SCOPES, HeatmapInfo, write_heatmap
 
@@ -40,7 +40,9 @@ def topology_of(report: LinksReport, topology: str | None, where: str) -> Topolo
         raise LinksFileError(f"{where} does not name its topology file; pass --topology YAML")
     if topology is None and not Path(str(path)).exists():
         raise LinksFileError(f"{where} was recorded on {path}, which does not exist here; pass --topology YAML")
-    return load_topology(str(path))
+    graph = load_topology(str(path))
+    check_topology(report, graph, where)
+    return graph
 
 
 def draw(report: LinksReport, graph: TopologyGraph, out: str, scope: str = "auto", sip: int | None = None,

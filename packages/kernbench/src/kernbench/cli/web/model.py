@@ -9,7 +9,7 @@ routing weight), plus the routing rules of
 :mod:`kernbench.topology.heatmap`. Node ids and box ids come from
 :mod:`kernbench.topology.naming`; the page never builds an id.
 
-:func:`read_run` and :func:`links_payload` read and check the files given to
+:func:`read_run` and :func:`load_links` read and check the files given to
 ``kernbench web --run/--links``, raising :class:`ViewerInputError` /
 :class:`~kernbench.sim.links.LinksFileError` with what, where and how to fix.
 """
@@ -21,7 +21,7 @@ import math
 from os import PathLike
 from pathlib import Path
 
-from kernbench.sim.links import LinksFileError, LinksReport, read_links
+from kernbench.sim.links import LinksReport, check_topology, read_links
 from kernbench.topology import TopologyGraph
 from kernbench.topology import naming as nm
 from kernbench.topology.diagrams import box_colour
@@ -130,14 +130,6 @@ def read_run(path: str | PathLike[str]) -> dict | list:
     return data
 
 
-def check_links(report: LinksReport, graph: TopologyGraph, where: str) -> None:
-    """:class:`LinksFileError` unless every link of ``report`` is an edge of ``graph``."""
-    missing = [r for r in report.links if not graph.has_edge(r.src, r.dst)]
-    if missing:
-        raise LinksFileError(f"{where}: {len(missing)} link(s) are not in topology {graph.spec.name!r} (e.g. "
-                             f"{missing[0].label}); the run used another topology, pass it with --topology")
-
-
 def links_payload(report: LinksReport) -> dict:
     """What the page needs of a links report: run, window, fabric and the links that carried traffic."""
     used = LinksReport(report.run, report.window_ns, report.fabric,
@@ -148,9 +140,9 @@ def links_payload(report: LinksReport) -> dict:
 def load_links(path: str | PathLike[str], graph: TopologyGraph) -> dict:
     """Read, check against ``graph`` and reduce a links file for the page."""
     report = read_links(path)
-    check_links(report, graph, f"links file {path}")
+    check_topology(report, graph, f"links file {path}")
     return links_payload(report)
 
 
-__all__ = ["LEVELS", "SCHEMA", "ViewerInputError", "check_links", "graph_payload", "links_payload", "load_links",
+__all__ = ["LEVELS", "SCHEMA", "ViewerInputError", "graph_payload", "links_payload", "load_links",
            "read_run"]
