@@ -283,7 +283,8 @@ class ViewerServer:
 
     def start(self) -> ViewerServer:
         """Serve in a daemon thread (tests, benchmarks); returns self."""
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="kernbench-web", daemon=True)
+        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="kernbench-web", daemon=True)
         self._thread.start()
         return self
 
