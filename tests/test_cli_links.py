@@ -103,3 +103,21 @@ def test_run_links_path_is_written_where_the_user_says(cli, tmp_path):
     proc = cli("run", "--bench", "gemm-single-pe", "--links", str(out))
     assert proc.returncode == 0 and out.exists()
     assert not any(Path(p).name.endswith(".links.json") for p in Path(".").glob("*.links.json"))
+
+
+def test_the_link_stats_script_on_the_links_page_prints_what_the_page_shows(tmp_path):
+    import re
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    text = (ROOT / "docs" / "links.md").read_text()
+    blocks = re.findall(r"```(\w+)\n(.*?)```", text, flags=re.S)
+    script = next(body for lang, body in blocks if lang == "python" and "link_stats()" in body)
+    shown = next(body for lang, body in blocks if lang == "text" and "links carried traffic" in body)
+    path = tmp_path / "link_stats_example.py"
+    path.write_text(script)
+    proc = subprocess.run([sys.executable, str(path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == shown, "docs/links.md shows stale output: rerun its script and paste what it prints"

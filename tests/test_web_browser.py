@@ -251,7 +251,8 @@ def test_route_finder_takes_the_routers_path_for_20_random_pairs(page, graph):
             continue
         assert got == want, (intent, src, dst)
         rows = page.find_elements("css selector", "#route-table tr")
-        assert len(rows) == len(want)  # a header and one row per hop
+        assert len(rows) == len(want) + 1  # a header, the source, one row per hop
+        assert [r.find_elements("tag name", "td")[1].text for r in rows[1:]] == want
     assert unreachable < 5
     js(page, "document.getElementById('route-src').value = 'sip0.nowhere'")
     page.find_element("id", "route-go").click()

@@ -336,9 +336,10 @@
       out.appendChild(el("p", { id: "route-summary" }, hops.length + " hops (" + intent + " intent, " + r.adjacency +
         " adjacency); head flit arrives after " + fmt(last ? last.head : 0, 2) + " ns, a control message after " +
         fmt(last ? last.control : 0, 2) + " ns (unloaded, destination overhead not included)"));
-      const rows = hops.map((h, k) => [k + 1, h.from, h.to, h.kind, fmt(h.bw, 3), fmt(h.overhead, 3), fmt(h.flit, 3),
-        fmt(h.lat, 3), fmt(h.head, 3)]);
-      const t = table(rows, ["#", "from", "to", "kind", "GB/s", "overhead ns", "flit ns", "propagation ns", "head at ns"]);
+      const rows = [[0, r.nodes[0], "", "", "", "", "", "0"]].concat(hops.map((h, k) => [k + 1, h.to, h.kind,
+        fmt(h.bw, 3), fmt(h.overhead, 3), fmt(h.flit, 3), fmt(h.lat, 3), fmt(h.head, 3)]));
+      const t = table(rows, ["#", "node reached", "link kind", "GB/s", "overhead ns", "flit ns", "prop. ns",
+        "head at ns"]);
       t.setAttribute("id", "route-table");
       out.appendChild(t);
       out.setAttribute("data-path", JSON.stringify(r.nodes));
@@ -438,6 +439,18 @@
     } catch (err) {
       showError(err.message);
       setView("system", 0, 0, 0);
+    }
+    // Optional: a route (from, to, intent) and a box whose details to show, e.g. for a shared link.
+    if (q.has("from") && q.has("to")) {
+      $("route-src").value = q.get("from");
+      $("route-dst").value = q.get("to");
+      $("route-intent").value = q.get("intent") || "auto";
+      findRoute();
+    }
+    if (q.has("node")) {
+      const b = S.view.boxes.find((x) => x.id === q.get("node"));
+      if (b) showBox(b);
+      else showError("box " + q.get("node") + " is not in this view");
     }
   }
 
