@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from kernbench.cli.main import main
 from kernbench.runtime import DPPolicy, session
 from kernbench.sim.links import read_links
 from kernbench.topology import load_topology
 
-from .conftest import DEFAULT_TOPOLOGY
+from .conftest import DEFAULT_TOPOLOGY, ROOT
 
 
 @pytest.fixture(scope="module")
 def gemm_links(tmp_path_factory):
     from .conftest import run_cli
 
-    path = tmp_path_factory.mktemp("links") / "gemm.links.json"
+    path = tmp_path_factory.mktemp("links") / "new" / "dir" / "gemm.links.json"  # folders made as needed
     proc = run_cli("run", "--bench", "gemm-single-pe", "--links", str(path), "--links-top", "4")
     assert proc.returncode == 0, proc.stderr
     return path, proc.stdout
@@ -61,30 +61,34 @@ def test_links_command_prints_top_and_draws_the_heatmap(gemm_links, cli, tmp_pat
     (("run", "--bench", "gemm-single-pe", "--links-top", "-1"), "--links-top -1 must be 0 or more"),
     (("links", "no/such/links.json"), "links file no/such/links.json does not exist"),
 ])
-def test_links_errors_are_one_line(cli, args, needle):
-    proc = cli(*args)
-    assert proc.returncode == 2
-    assert proc.stderr.count("\n") == 1 and needle in proc.stderr and "Traceback" not in proc.stderr
+def test_links_errors_are_one_line(args, needle, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert main(list(args)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err and "Traceback" not in err
 
 
-def test_malformed_and_mismatched_links_files(cli, gemm_links, tmp_path):
+def test_malformed_and_mismatched_links_files(gemm_links, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+    def error(*args: str) -> str:
+        assert main(list(args)) == 2
+        return capsys.readouterr().err
+
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    proc = cli("links", str(bad))
-    assert proc.returncode == 2 and "is not valid JSON (line 1, column 2" in proc.stderr
+    assert "is not valid JSON (line 1, column 2" in error("links", str(bad))
     path, _ = gemm_links
     data = json.loads(path.read_text())
     data["run"]["topology_file"] = str(tmp_path / "gone.yaml")
     moved = tmp_path / "moved.json"
     moved.write_text(json.dumps(data))
-    proc = cli("links", str(moved), "--heatmap", str(tmp_path / "x.svg"))
-    assert proc.returncode == 2 and "which does not exist here; pass --topology YAML" in proc.stderr
-    proc = cli("links", str(path), "--heatmap", str(tmp_path / "x.svg"), "--topology",
-               "topologies/6sip_2x3_ring_1d.yaml")
-    assert proc.returncode == 2 and "was recorded on another topology (ahbm-default): it has 10334 links but " \
-                                    "topology 'ahbm-6sip-ring-1d' has 30998" in proc.stderr
-    proc = cli("links", str(path), "--heatmap", str(tmp_path / "x.gif"))
-    assert proc.returncode == 2 and "must end in .svg, .png or .pdf" in proc.stderr
+    assert "which does not exist here; pass --topology YAML" in error("links", str(moved), "--heatmap",
+                                                                      str(tmp_path / "x.svg"))
+    assert ("was recorded on another topology (ahbm-default): it has 10334 links but topology "
+            "'ahbm-6sip-ring-1d' has 30998") in error("links", str(path), "--heatmap", str(tmp_path / "x.svg"),
+                                                      "--topology", "topologies/6sip_2x3_ring_1d.yaml")
+    assert "must end in .svg, .png or .pdf" in error("links", str(path), "--heatmap", str(tmp_path / "x.gif"))
 
 
 def test_session_link_stats_shows_a_deployment_on_the_host_link():
@@ -98,19 +102,10 @@ def test_session_link_stats_shows_a_deployment_on_the_host_link():
         assert len(torch.link_stats(include_idle=True)) == len(torch.graph.edges)
 
 
-def test_run_links_path_is_written_where_the_user_says(cli, tmp_path):
-    out = tmp_path / "deep" / "dir" / "l.json"
-    proc = cli("run", "--bench", "gemm-single-pe", "--links", str(out))
-    assert proc.returncode == 0 and out.exists()
-    assert not any(Path(p).name.endswith(".links.json") for p in Path(".").glob("*.links.json"))
-
-
 def test_the_link_stats_script_on_the_links_page_prints_what_the_page_shows(tmp_path):
     import re
     import subprocess
     import sys
-
-    from .conftest import ROOT
 
     text = (ROOT / "docs" / "links.md").read_text()
     blocks = re.findall(r"```(\w+)\n(.*?)```", text, flags=re.S)
