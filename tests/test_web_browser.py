@@ -67,8 +67,8 @@ def server(graph, links_file):
 @pytest.fixture
 def page(driver, server):
     """The served viewer, loaded fresh; the test must leave no console error behind."""
+    driver.get("about:blank")  # so that the next load is a fresh page, not a hash change
     driver.get(server.url + "#view=system&sip=0&cube=0&pe=0")
-    driver.refresh()  # a hash-only change would not reload the page
     assert wait_ready(driver) == "1"
     yield driver
     assert console_errors(driver) == []
@@ -367,3 +367,20 @@ def test_a_malformed_links_file_shows_an_error_not_a_traceback(driver, graph, li
         assert len(logged) == 1 and "links.json" in logged[0] and "422" in logged[0]
     finally:
         srv.stop()
+
+
+def test_the_address_bar_carries_view_route_and_selection(driver, server, graph):
+    src, dst = nm.io_noc(0), nm.hbm_ctrl(0, 2, 5)
+    driver.get("about:blank")
+    driver.get(server.url + f"#view=cube&sip=0&cube=2&from={src}&to={dst}&intent=memory&node={dst}")
+    assert wait_ready(driver) == "1"
+    assert driver.find_element("css selector", "#details h3").text == dst
+    path = json.loads(driver.find_element("id", "route-out").get_attribute("data-path"))
+    assert path == list(PathRouter(graph).memory_path(src, dst))
+    assert driver.find_elements("css selector", "#route polyline")  # the route is drawn on the view
+    driver.get("about:blank")  # a fresh page: on the same page a hash change is handled in place
+    driver.get(server.url + "#view=rack")
+    assert wait_ready(driver) == "1"
+    assert driver.find_element("id", "errors").text == "unknown view 'rack'; use system, sip, cube or pe"
+    assert driver.find_element("id", "view-title").text == graph.views["system"].title
+    assert console_errors(driver) == []
