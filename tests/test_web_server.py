@@ -251,3 +251,24 @@ def test_export_writes_only_the_viewer_files(cli, files, tmp_path):
     data = json.loads(text[len("window.KERNBENCH_DATA = "):-2])
     assert data["graph"]["topology"]["name"] == "ahbm-default" and data["initial"] == {"view": "cube"}
     assert data["run"]["bench"] == "gemm-single-pe" and data["links"]["schema"] == "kernbench.links/1"
+
+
+def test_ipv6_loopback_is_served_and_checked(graph):
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    server = ViewerServer(ViewerState(graph), "::1", 0).start()
+    try:
+        assert server.url == f"http://[::1]:{server.port}/"
+        for host, status in ((f"[::1]:{server.port}", 200), (f"localhost:{server.port}", 200),
+                             (f"evil.example:{server.port}", 421)):
+            conn = http.client.HTTPConnection("::1", server.port, timeout=30)
+            conn.putrequest("GET", "/", skip_host=True)
+            conn.putheader("Host", host)
+            conn.endheaders()
+            assert conn.getresponse().status == status, host
+            conn.close()
+    finally:
+        server.stop()

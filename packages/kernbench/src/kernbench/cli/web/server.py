@@ -31,6 +31,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import socket
 import sys
 import threading
 import traceback
@@ -251,6 +252,12 @@ def _handler(state: ViewerState, allowed_hosts: frozenset[str] | None) -> type[B
     return Handler
 
 
+class _Server6(ThreadingHTTPServer):
+    """The threading server on an IPv6 address (``::1``, or ``::`` when given explicitly)."""
+
+    address_family = socket.AF_INET6
+
+
 class PortInUseError(ViewerInputError):
     """The requested address and port are taken."""
 
@@ -260,8 +267,9 @@ class ViewerServer:
     blocks; :attr:`url` is the address to open."""
 
     def __init__(self, state: ViewerState, host: str = "127.0.0.1", port: int = 8765) -> None:
+        server_class = _Server6 if ":" in host else ThreadingHTTPServer
         try:
-            self.httpd = ThreadingHTTPServer((host, port), _handler(state, None))
+            self.httpd = server_class((host.strip("[]"), port), _handler(state, None))
         except OSError as exc:
             if exc.errno in (98, 48, 10048):  # EADDRINUSE on Linux, macOS, Windows
                 raise PortInUseError(f"port {port} on {host} is in use; pass --port N with a free port "
@@ -269,7 +277,7 @@ class ViewerServer:
             raise ViewerInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; check --host and "
                                    f"--port") from None
         self.httpd.daemon_threads = True
-        self.host, self.port = host, self.httpd.server_address[1]
+        self.host, self.port = host.strip("[]"), self.httpd.server_address[1]
         if is_loopback(host):  # answer only requests that name a loopback host (no DNS rebinding)
             names = {"localhost", "127.0.0.1", "[::1]", f"[{host}]" if ":" in host else host.lower()}
             self.httpd.RequestHandlerClass = _handler(state, frozenset(f"{n}:{self.port}" for n in names))
