@@ -48,7 +48,7 @@ def test_a_small_study_run_then_its_dry_run(tmp_path):
 
 
 def test_unknown_study(tmp_path):
-    _one_line_error(_kb("study", "nope", cache=tmp_path), "unknown study 'nope'; known studies: gemm, allreduce")
+    _one_line_error(_kb("study", "nope", cache=tmp_path), "unknown study 'nope'; known studies: gemm, allreduce, gqa")
 
 
 def test_jobs_zero(tmp_path):

@@ -2,14 +2,13 @@
 
 Connected to ``config-inited``, it:
 
-* runs every registered study through the study runner (``kernbench study``
-  with its cache: a warm cache makes this a lookup, a cold one simulates the
-  missing points) into ``out/studies/NAME/``, draws each study's figures as
-  SVG from that ``results.json`` into ``docs/studies/_figures/``, and writes
+* runs every registered study (``gemm``, ``allreduce``, ``gqa``) through the
+  study runner (``kernbench study`` with its cache: a warm cache makes this a
+  lookup, a cold one simulates the missing points) into
+  ``out/studies/NAME/``, draws each study's figures as SVG from that
+  ``results.json`` into ``docs/studies/_figures/``, and writes
   ``docs/studies/NAME.md`` with the same figures, captions and tables as the
-  report;
-* writes ``docs/studies/gqa.md`` saying that the GQA study has not been run
-  while no ``gqa`` study is registered;
+  report (``gqa.md`` says the study has not run when none is registered);
 * writes ``docs/adr/records.md``, a table of every ADR's number, title,
   status and date, read from the ADR files.
 
@@ -79,15 +78,17 @@ def _figure_block(spec, rel: str) -> str:
 def study_page(doc: dict, figures_rel: str) -> str:
     """A study's page: what it runs, the command, provenance, figures with captions, tables."""
     from kernbench.benches.studies.figures import figures_of
-    from kernbench.benches.studies.report import allreduce_tex, gemm_tex
+    from kernbench.benches.studies.report import allreduce_tex, gemm_tex, gqa_tex
 
     prov = doc["provenance"]
-    lines = [NOTE, f"# {doc['title']}\n", f"{doc['description']}.\n",
+    description = doc["description"][:1].upper() + doc["description"][1:]
+    lines = [NOTE, f"# {doc['title']}\n", f"{description}.\n",
              f"Regenerate with `{doc['command']}` (results in `out/studies/{doc['study']}/results.json` and "
              f"`results.csv`; `kernbench study --help` lists the options). This page was generated from those "
              f"results: {len(doc['points'])} points, kernbench source digest `{prov['source_sha256'][:12]}`, "
              f"commit `{(prov.get('git_commit') or 'none')[:12]}`.\n"]
-    tables = {"gemm": gemm_tex.tables, "allreduce": allreduce_tex.tables}.get(doc["study"], lambda d: [])(doc)
+    tables = {"gemm": gemm_tex.tables, "allreduce": allreduce_tex.tables,
+              "gqa": gqa_tex.tables}.get(doc["study"], lambda d: [])(doc)
     lines.append("## Figures\n")
     for spec in figures_of(doc["study"]):
         lines.append(_figure_block(spec, figures_rel))

@@ -54,10 +54,25 @@ def _allreduce_values(p: dict) -> dict:
             "messages": 10, "accumulates": 7, "ipcq_messages": 198, "events": 1000 + b // 16}
 
 
+def _gqa_values(p: dict) -> dict:
+    keys = p.get("keys") or 64 * p.get("kv_tiles", 2)
+    part = p.get("partition") or p.get("name") or p.get("variant")
+    spread = {"cube_sp_pe_sp": 64, "cube_sp_pe_tp": 8, "cube_repl_pe_sp": 8, "cube_repl_pe_tp": 1}.get(part, 4)
+    latency = 500.0 + 40.0 * keys / spread
+    commands = {"opt1": 20, "opt2": 2, "opt3": 21}.get(part, 5) * p.get("kv_tiles", 4)
+    return {"latency_ns": latency, "pes_active": spread, "ipcq_intra_cube": 3, "ipcq_inter_cube": 4,
+            "kv_bytes_total": 256 * keys, "kv_bytes_max_cube": 256 * keys // max(1, spread // 8),
+            "op_gemm": 8, "op_math": 30, "op_dma_read": 12, "op_dma_write": 2, "op_ipcq_copy": 7,
+            "occupancy_pe_dma_ns": 4.0 * latency, "occupancy_pe_fetch_store_ns": latency,
+            "occupancy_pe_gemm_ns": 0.5 * latency, "occupancy_pe_math_ns": 0.8 * latency,
+            "occupancy_pe_cpu_ns": 2.0 * latency, "dispatch_cycles": 41.5 * commands, "commands": commands,
+            "events": 100 + keys // 8}
+
+
 def synthetic_doc(name: str) -> dict:
     """A complete results document of study ``name`` with made-up values (see the module docstring)."""
     study = get_study(name)
-    make = {"gemm": _gemm_values, "allreduce": _allreduce_values}[name]
+    make = {"gemm": _gemm_values, "allreduce": _allreduce_values, "gqa": _gqa_values}[name]
     points = [{"labels": dict(p.labels), "params": dict(p.params), "values": make(dict(p.params))}
               for p in study.grid()]
     run = {"argv": ["test"], "executor": "serial", "jobs": 1, "wall_s": 0.0, "points_run": len(points),
@@ -65,7 +80,7 @@ def synthetic_doc(name: str) -> dict:
     return res.document(study, points, {**PROVENANCE, "run": run})
 
 
-def write_synthetic(folder, names=("gemm", "allreduce")) -> dict:
+def write_synthetic(folder, names=("gemm", "allreduce", "gqa")) -> dict:
     """Write synthetic ``results.json`` files as ``folder/NAME/``; returns the documents."""
     docs = {n: synthetic_doc(n) for n in names}
     for n, doc in docs.items():

@@ -97,7 +97,7 @@ def test_structure_of_each_partitioning(graph):
 
     group = {u: range(u * cubes, (u + 1) * cubes) for u in range(users)}
     sp = {c: n * row for u in range(users) for c, n in zip(group[u], _split(s, cubes), strict=True)}
-    assert got["cube_sp_pe_tp"].kv_bytes_per_cube == sp
+    assert got["cube_sp_pe_tp"].kv_bytes_per_cube == {c: pes * b for c, b in sp.items()}  # replicated on the PEs
     assert got["cube_sp_pe_sp"].kv_bytes_per_cube == sp
     assert got["cube_repl_pe_sp"].kv_bytes_per_cube == {c: s * row for u in range(users) for c in group[u]}
     assert got["cube_repl_pe_tp"].kv_bytes_per_cube == {c: pes * s * row for u in range(users) for c in group[u]}

@@ -51,3 +51,12 @@ def test_the_window_excludes_deployment_and_read_back(graph):
     ends = [rep.exec_start_ns + rep.exec_ns for lr in r.launch for rep in lr.reports.values()]
     assert r.latency_ns == pytest.approx(max(ends) - min(starts))
     assert min(starts) > 0 and torch.now_ns > max(ends)
+
+
+@pytest.mark.parametrize("call", [c for n, c in CALLS if n in ("decode-cube_sp_pe_sp", "decode-short", "prefill-ring")],
+                         ids=["decode-cube_sp_pe_sp", "decode-short", "prefill-ring"])
+def test_a_call_on_another_sip_runs_there_and_agrees(graph, call):
+    """The same call on SIP 1 of the two-SIP topology: its PEs are SIP 1's, its links too, and it times the same."""
+    here, there = call(RuntimeContext(graph, data=True)), call(RuntimeContext(graph, data=True, device=1))
+    assert all(pe.startswith("sip1.") for lr in there.launch for pe in lr.reports)
+    assert (there.out == here.out).all() and _timing_view(there) == _timing_view(here)

@@ -139,8 +139,16 @@ def _generate(tmp_path: Path, docs: dict) -> build.Generated:
     return build.generate(studies, REPORT, tmp_path / "report", TOPOLOGIES)
 
 
-def test_every_macro_the_sections_use_is_generated(tmp_path):
-    gen = _generate(tmp_path, {n: SYN.synthetic_doc(n) for n in ("gemm", "allreduce")})
+@pytest.fixture(scope="module")
+def synthetic_report(tmp_path_factory):
+    """The report generated once for this module from synthetic results: (folder, documents, Generated)."""
+    folder = tmp_path_factory.mktemp("report")
+    docs = {n: SYN.synthetic_doc(n) for n in ("gemm", "allreduce", "gqa")}
+    return folder, docs, _generate(folder, docs)
+
+
+def test_every_macro_the_sections_use_is_generated(synthetic_report):
+    _, _, gen = synthetic_report
     generated = "".join((gen.tex_dir / "generated" / f).read_text()
                         for f in ("numbers.tex", "claims.tex", "figures.tex"))
     defined = set(re.findall(r"\\newcommand\{\\(kb\w+)\}", generated))
@@ -153,7 +161,19 @@ def test_every_macro_the_sections_use_is_generated(tmp_path):
     assert numbers["kbArTorusMax"]["unit"] == r"\textmu{}s" and "allreduce_ns" in numbers["kbArTorusMax"]["source"]
     hw = (gen.tex_dir / "generated" / "hardware.tex").read_text()
     assert r"\texttt{\footnotesize pe.gemm.tile\_k}" in hw and "topologies/topology.yaml" in hw
-    assert "has not been run" in (gen.tex_dir / "generated" / "gqa-results.tex").read_text()
+    assert r"\input{generated/tab-gqa-long}" in (gen.tex_dir / "generated" / "gqa-results.tex").read_text()
+
+
+def test_without_gqa_results_the_section_says_so_and_has_no_numbers():
+    from kernbench.benches.studies.report import gqa_tex
+    from kernbench.benches.studies.report.numbers import Numbers
+
+    nums = Numbers()
+    claims, files = gqa_tex.generate(None, nums)
+    assert not nums.items and set(files) == {"gqa-results.tex"}
+    assert "has not been run" in files["gqa-results.tex"] and not any(ch.isdigit() for ch in files["gqa-results.tex"]
+                                                                      .split("\n", 1)[1])
+    assert "gives no numbers" in claims["kbClaimGqaSummary"]
 
 
 def test_missing_results_name_the_command(tmp_path):
@@ -175,14 +195,21 @@ def _pdf_text(pdf: Path) -> str:
 
 @pytest.mark.skipif(shutil.which("latexmk") is None or shutil.which("pdftotext") is None,
                     reason="TeX (latexmk) and poppler-utils (pdftotext) are needed; .ci/run installs them")
-def test_the_pdf_shows_every_generated_number_and_follows_the_results(tmp_path):
-    docs = {n: SYN.synthetic_doc(n) for n in ("gemm", "allreduce")}
-    gen = _generate(tmp_path, docs)
+def test_the_pdf_shows_every_generated_number_and_follows_the_results(synthetic_report):
+    tmp_path, docs, gen = synthetic_report
+    docs = copy.deepcopy(docs)
     pdf = build.build_pdf(gen, tmp_path / "report")
     text = _pdf_text(pdf)
     numbers = json.loads((gen.tex_dir / "generated" / "numbers.json").read_text())
     missing = [name for name, n in numbers.items() if n["text"] not in text]
     assert missing == []
+    stats = build.pdf_stats(tmp_path / "report")
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout
+    assert stats.pages == int(re.search(r"Pages:\s+(\d+)", info).group(1))
+    sections = "".join(p.read_text() for p in (REPORT / "sections").glob("*.tex"))
+    generated = (gen.tex_dir / "generated" / "gqa-results.tex").read_text()
+    assert stats.figures == len(re.findall(r"\\kbFig[A-Z]", sections + generated))
+    assert stats.tables == len(re.findall(r"\\input\{generated/(?:tab-|hardware)", sections + generated))
     before = numbers["kbArTorusMax"]["text"]
     # change one result: the torus latency at the largest payload
     (row,) = [p for p in docs["allreduce"]["points"] if p["labels"]["panel"] == "topology"

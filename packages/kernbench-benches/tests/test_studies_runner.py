@@ -124,7 +124,7 @@ def test_bad_options(tmp_path, kw, match):
 
 
 def test_unknown_study_lists_the_known_names():
-    with pytest.raises(StudyError, match=r"unknown study 'nope'; known studies: gemm, allreduce"):
+    with pytest.raises(StudyError, match=r"unknown study 'nope'; known studies: gemm, allreduce, gqa"):
         resolve("nope")
 
 

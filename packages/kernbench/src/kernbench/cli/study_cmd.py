@@ -27,7 +27,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> list[argparse.ArgumentParser
     """Register ``study`` and ``report`` on the ``kernbench`` subcommand parser; returns the new parsers."""
     s = sub.add_parser("study", help="run a milestone study (cached, parallel) and draw its figures",
                        description="Run a study's grid and write results.json/results.csv and figures.")
-    s.add_argument("name", help=f"study name ({', '.join(study_names())}) or 'all'")
+    s.add_argument("name", help=f"study name ({', '.join(study_names())}), several joined by commas, or 'all'")
     s.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="worker processes (default: the CPU count)")
     s.add_argument("--executor", choices=EXECUTORS, default=None,
@@ -101,7 +101,7 @@ def run_study_command(args: argparse.Namespace) -> int:
 
 def run_report_command(args: argparse.Namespace) -> int:
     """``kernbench report``: generated LaTeX and figures from the results, then latexmk (unless --no-pdf)."""
-    from kernbench.benches.studies.report.build import build_pdf, generate, latexmk
+    from kernbench.benches.studies.report.build import build_pdf, generate, latexmk, pdf_stats
 
     t0 = time.perf_counter()
     if not args.no_pdf:
@@ -111,5 +111,7 @@ def run_report_command(args: argparse.Namespace) -> int:
         print(f"report sources: {gen.main} ({len(gen.numbers.items)} numbers), {time.perf_counter() - t0:.1f} s")
         return 0
     pdf = build_pdf(gen, Path(args.out))
-    print(f"report: {pdf} ({len(gen.numbers.items)} numbers), {time.perf_counter() - t0:.1f} s")
+    st = pdf_stats(Path(args.out))
+    print(f"report: {pdf} ({st.pages} pages, {st.figures} figures, {st.tables} tables, {len(gen.numbers.items)} "
+          f"numbers), {time.perf_counter() - t0:.1f} s")
     return 0

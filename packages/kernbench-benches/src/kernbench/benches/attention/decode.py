@@ -21,8 +21,8 @@ def gqa_decode(torch, q: np.ndarray, k: np.ndarray, v: np.ndarray, *, partition:
     ``u*cubes ..``). ``partition`` is one of :data:`PARTITIONS`:
 
     - ``single_pe``: each user on PE 0 of one cube;
-    - ``cube_sp_pe_tp``: the keys split over the group's cubes, PE 0 of each attends, the partial states reduce
-      to the centre cube;
+    - ``cube_sp_pe_tp``: the keys split over the group's cubes and replicated on the ``pes`` PEs of each; PE 0
+      of each cube attends, the partial states reduce to the centre cube;
     - ``cube_repl_pe_tp``: every PE of the group holds the whole cache, one PE attends, no messages;
     - ``cube_repl_pe_sp``: every cube holds the whole cache split over its ``pes`` PEs; each cube reduces over
       its PE grid to its centre PE (cube 0's root stores);
@@ -45,7 +45,7 @@ def gqa_decode(torch, q: np.ndarray, k: np.ndarray, v: np.ndarray, *, partition:
     if cubes is None:
         cubes = default_cubes(torch.spec, partition, problem)
     plan = plan_tree(torch.spec, partition, problem, pes=pes, cubes=cubes, tile=tile, variant=variant,
-                     causal=False, what=what)
+                     causal=False, what=what, sip=torch.device)
     return run_tree(torch, plan, q, k, v, name=f"gqa_decode_{partition}", causal=False)
 
 

@@ -46,11 +46,12 @@ def gqa_prefill(torch, q: np.ndarray, k: np.ndarray, v: np.ndarray, *, mode: str
         if cubes is None:
             cubes = default_cubes(torch.spec, "short", problem)
         plan = plan_tree(torch.spec, "short", problem, pes=pes, cubes=cubes, tile=DEFAULT_TILE, variant="opt2",
-                         causal=causal, what=what)
+                         causal=causal, what=what, sip=torch.device)
         return run_tree(torch, plan, q, k, v, name="gqa_prefill_short", causal=causal)
     if cubes is None:
         cubes = _ring_cubes(torch.spec, problem)
-    plan = plan_ring(torch.spec, problem, pes=pes, cubes=cubes, tile=DEFAULT_TILE, causal=causal, what=what)
+    plan = plan_ring(torch.spec, problem, pes=pes, cubes=cubes, tile=DEFAULT_TILE, causal=causal, what=what,
+                     sip=torch.device)
     return run_ring(torch, plan, q, k, v)
 
 

@@ -96,8 +96,9 @@ class RingPlan:
     table: Table = field(repr=False)
 
 
-def plan_ring(spec, problem: Problem, *, pes: int, cubes: int, tile: int, causal: bool, what: str) -> RingPlan:
-    """Plan ring prefill for every user."""
+def plan_ring(spec, problem: Problem, *, pes: int, cubes: int, tile: int, causal: bool, what: str,
+              sip: int = 0) -> RingPlan:
+    """Plan ring prefill for every user, on SIP ``sip``."""
     p = problem
     if isinstance(cubes, int) and cubes > spec.cubes_per_sip:
         raise AttentionConfigError(f"{what}: a ring of {cubes} cubes is wider than the SIP, which has "
@@ -123,7 +124,7 @@ def plan_ring(spec, problem: Problem, *, pes: int, cubes: int, tile: int, causal
         if cubes > 1:
             for pe in range(pes):
                 for i, c in enumerate(order):
-                    link(table, (0, first + c, pe), "E", (0, first + order[(i + 1) % cubes], pe))
+                    link(table, (sip, first + c, pe), "E", (sip, first + order[(i + 1) % cubes], pe))
         pe_rows = {(s.cube - first, s.pe): s.rows for s in resolve_shards((rows, p.d), 2, q_policy, spec, 0)}
         passes = {key: _passes(p, r, cap) for key, r in pe_rows.items()}
         depth = [max(len(pp[h]) for pp in passes.values()) for h in range(p.hkv)]

@@ -149,8 +149,8 @@ def default_cubes(spec, partition: str, problem: Problem) -> int:
 
 
 def plan_tree(spec, partition: str, problem: Problem, *, pes: int, cubes: int, tile: int, variant: str,
-              causal: bool, what: str) -> TreePlan:
-    """Plan a reduce-partitioned call (every decode partition; ``short`` prefill)."""
+              causal: bool, what: str, sip: int = 0) -> TreePlan:
+    """Plan a reduce-partitioned call (every decode partition; ``short`` prefill) on SIP ``sip``."""
     if partition not in PARTITIONS:
         raise AttentionConfigError(f"{what}: unknown partition {partition!r}; use one of {', '.join(PARTITIONS)}")
     if variant not in VARIANTS:
@@ -164,7 +164,7 @@ def plan_tree(spec, partition: str, problem: Problem, *, pes: int, cubes: int, t
     groups = cube_groups(spec, p.users, cubes, what=what)
     launch_cubes, launch_pes, cube_mode, pe_mode, kv_pes = {
         "single_pe": (1, 1, "replicate", "replicate", 1),
-        "cube_sp_pe_tp": (cubes, 1, "row_wise", "replicate", 1),
+        "cube_sp_pe_tp": (cubes, 1, "row_wise", "replicate", pes),
         "cube_repl_pe_tp": (1, 1, "replicate", "replicate", pes),
         "cube_repl_pe_sp": (cubes, pes, "replicate", "row_wise", pes),
         "cube_sp_pe_sp": (cubes, pes, "row_wise", "row_wise", pes),
@@ -181,7 +181,7 @@ def plan_tree(spec, partition: str, problem: Problem, *, pes: int, cubes: int, t
     for group in groups:
         kv_policy = DPPolicy(cube=cube_mode, pe=pe_mode, num_cubes=cubes, num_pes=kv_pes, cube_start=group.cubes[0])
         segments = _segments(spec, kv_policy, v_shape, layout, p, group, launch_cubes, launch_pes)
-        trees = _trees(partition, p, group, segments, pes, table)
+        trees = _trees(partition, p, group, segments, pes, table, sip)
         steps, stores = _scripts(p, segments, trees, causal)
         users.append(UserPlan(group, launch_cubes, launch_pes, kv_policy, steps, stores))
     return TreePlan(partition, p, config, layout, tuple(users), table)
@@ -236,10 +236,10 @@ def _join(lower: dict[PeKey, Tree], roots: dict[int, PeKey], upper: Tree) -> Tre
     return out
 
 
-def _trees(partition: str, p: Problem, group: CubeGroup, segments, pes: int, table: Table) -> dict[int, Tree]:
+def _trees(partition: str, p: Problem, group: CubeGroup, segments, pes: int, table: Table, sip: int
+           ) -> dict[int, Tree]:
     """The reduce tree of every KV head (the same tree for every head except in ``short``), and their links."""
     cubes = len(group.cubes)
-    sip = 0
     if partition in ("single_pe", "cube_repl_pe_tp"):
         tree: Tree = {(0, 0): (None, None, ())}
         return dict.fromkeys(range(p.hkv), tree)

@@ -16,6 +16,7 @@ from kernbench.benches.studies.base import Study, StudyError
 MODULES: dict[str, str] = {
     "gemm": "kernbench.benches.studies.gemm",
     "allreduce": "kernbench.benches.studies.allreduce",
+    "gqa": "kernbench.benches.studies.gqa",
 }
 
 
@@ -36,8 +37,8 @@ def get_study(name: str) -> Study:
 
 
 def resolve(names: str | list[str]) -> list[Study]:
-    """Studies for a command-line selection: a name, ``all``, or a list of names."""
-    wanted = [names] if isinstance(names, str) else list(names)
+    """Studies for a command-line selection: a name, ``all``, comma-separated names, or a list of names."""
+    wanted = names.split(",") if isinstance(names, str) else list(names)
     if wanted == ["all"]:
         wanted = list(MODULES)
     return [get_study(n) for n in wanted]

@@ -13,7 +13,7 @@ from pathlib import Path
 import matplotlib
 
 from kernbench.benches.studies.cache import canonical, file_digest, source_digest
-from kernbench.benches.studies.figures import allreduce, gemm, topology
+from kernbench.benches.studies.figures import allreduce, gemm, gqa, topology
 from kernbench.benches.studies.figures.common import FORMATS, FigureSpec, save
 from kernbench.benches.studies.results import strip_run, validate, write_if_changed
 
@@ -21,6 +21,7 @@ from kernbench.benches.studies.results import strip_run, validate, write_if_chan
 BY_STUDY: dict[str | None, tuple[FigureSpec, ...]] = {
     "gemm": gemm.FIGURES,
     "allreduce": allreduce.FIGURES,
+    "gqa": gqa.FIGURES,
     None: topology.FIGURES,
 }
 

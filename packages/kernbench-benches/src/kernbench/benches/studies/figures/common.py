@@ -53,14 +53,15 @@ METADATA = {
 @dataclass(frozen=True)
 class FigureSpec:
     """One figure: file stem, the study whose results it draws (None: drawn from topology files), a caption
-    (plain text), the command that regenerates it, and the function drawing it on a fresh matplotlib figure
-    from the results document (or the topology folder)."""
+    (plain text), the command that regenerates it, the function drawing it on a fresh matplotlib figure from the
+    results document (or the topology folder), and its width in the report as a share of the text width."""
 
     name: str
     study: str | None
     caption: str
     command: str
     draw: Callable[..., plt.Figure]
+    width: float = 1.0  # share of the text width the figure takes in the report
 
 
 def new_figure(width_in: float = 6.4, height_in: float = 3.0, **kw) -> tuple[plt.Figure, object]:

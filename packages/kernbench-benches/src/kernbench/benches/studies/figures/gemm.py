@@ -146,7 +146,7 @@ FIGURES = (
                COMMAND, draw_theory),
     FigureSpec("gemm_stages", "gemm",
                "Busy time of each pipeline stage inside the composite, per shape and staging (log scale); the "
-               "black bar is the composite's own time.", COMMAND, draw_stages),
+               "black bar is the composite's own time.", COMMAND, draw_stages, 0.85),
     FigureSpec("gemm_tiles", "gemm",
                "MAC efficiency against the number of tiles along K (one output tile) for each staging, measured "
                "(solid) beside the pipeline model (dashed) and the compute-bound ceiling (dotted).",

@@ -110,13 +110,13 @@ def draw_sip_topologies(topology_dir: Path):
 FIGURES = (
     FigureSpec("topology_sip", None,
                "One SIP of the default topology: the cube mesh and the IO chiplet that attaches it to the PCIe "
-               "switch (line width proportional to link bandwidth).", COMMAND, draw_sip),
+               "switch (line width proportional to link bandwidth).", COMMAND, draw_sip, 0.6),
     FigureSpec("topology_cube", None,
                "One cube: the router grid, the eight PEs, the per-PE HBM controllers, the shared SRAM, the "
-               "management CPU and the UCIe PHYs.", COMMAND, draw_cube),
+               "management CPU and the UCIe PHYs.", COMMAND, draw_cube, 0.6),
     FigureSpec("topology_pe", None,
                "One PE: the nine blocks (CPU, scheduler, DMA, TCM, fetch/store, GEMM, math, MMU, IPCQ) and their "
-               "links.", COMMAND, draw_pe),
+               "links.", COMMAND, draw_pe, 0.6),
     FigureSpec("sip_topologies", None,
                "The logical inter-SIP links of the three all-reduce topologies on the 2×3 SIP grid. Every link is "
                "carried by the same physical path: SIP, IO chiplet, PCIe switch, IO chiplet, SIP.",

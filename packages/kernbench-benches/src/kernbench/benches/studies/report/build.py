@@ -57,7 +57,7 @@ def _figure_macros(specs) -> str:
         caption = tex_escape(spec.caption) + rf" Regenerate with \texttt{{{tex_escape(spec.command)}}}."
         label = spec.name.replace("_", "-")
         lines.append(rf"\newcommand{{\kbFig{_camel(spec.name)}}}{{\begin{{figure}}[tbp]\centering"
-                     rf"\includegraphics[width=\linewidth]{{figures/{spec.name}}}"
+                     rf"\includegraphics[width={spec.width:g}\linewidth]{{figures/{spec.name}}}"
                      rf"\caption{{{caption}}}\label{{fig:{label}}}\end{{figure}}}}")
     return "\n".join(lines) + "\n"
 
@@ -147,7 +147,7 @@ def generate(studies_dir: Path = DEFAULT_STUDIES, source: Path = DEFAULT_SOURCE,
         c, f = gen(docs[name], nums)
         claims.update(c)
         files.update(f)
-    c, f = gqa_tex.generate(docs.get("gqa"), nums)
+    c, f = gqa_tex.generate(docs.get("gqa"), nums)  # None while no gqa study is registered
     claims.update(c)
     files.update(f)
     _provenance(nums, docs)
@@ -172,6 +172,25 @@ def latexmk() -> str:
         raise StudyError(f"latexmk/pdflatex not found: the report needs TeX; install it with {INSTALL_HINT}, or run "
                          f"with --no-pdf to stop after the generated LaTeX")
     return exe
+
+
+@dataclass(frozen=True)
+class PdfStats:
+    """What the built PDF holds: pages, numbered figures and tables (from latexmk's log and aux files)."""
+
+    pages: int
+    figures: int
+    tables: int
+
+
+def pdf_stats(out: Path = DEFAULT_OUT) -> PdfStats:
+    """Pages (the log's "Output written" line) and the figure and table labels (the aux file) of the last build."""
+    build = Path(out) / "build"
+    log = (build / f"{JOBNAME}.log").read_text(encoding="utf-8", errors="replace")
+    aux = (build / f"{JOBNAME}.aux").read_text(encoding="utf-8", errors="replace")
+    pages = re.search(r"Output written on .*?\((\d+)\s+pages?", log, re.DOTALL)
+    return PdfStats(int(pages.group(1)) if pages else 0, len(re.findall(r"\\newlabel\{fig:", aux)),
+                    len(re.findall(r"\\newlabel\{tab:", aux)))
 
 
 def build_pdf(gen: Generated, out: Path = DEFAULT_OUT) -> Path:

@@ -28,7 +28,7 @@ _COMMAND_ARGS = re.compile(
     r"addcontentsline|begin\{tabular\}|begin\{longtable\})\*?(?:\[[^\]]*\])?(?:\{[^{}]*\})*")
 _LENGTH = re.compile(r"\[[^\]]*\d[^\]]*(?:pt|mm|cm|em|ex|in|linewidth|textwidth)[^\]]*\]")
 _ALLOWED = re.compile(r"2\s*\$\\times\$\s*3|2\s*\\times\s*3|ring\\?_1d|torus\\?_2d|mesh\\?_2d\\?_no\\?_wrap|"
-                      r"PE~0|\bf16\b|\bf32\b")
+                      r"PE~0|\bf16\b|\bf32\b|\bopt[123]\b")
 _MATH = re.compile(r"\$\$.*?\$\$|\$.*?\$|\\\[.*?\\\]|\\begin\{(align\*?|equation\*?)\}.*?\\end\{\1\}", re.DOTALL)
 _SINGLE_DIGIT = re.compile(r"(?<![\d.])\d(?![\d.])")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
