@@ -9,6 +9,7 @@ the run used (read from the file, or ``--topology``) with
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from kernbench.sim.links import LinksFileError, LinksReport, check_topology, format_top, read_links
@@ -63,6 +64,7 @@ def run_links(args: argparse.Namespace) -> int:
     if args.top:
         print(format_top(report.busiest(args.top), report.title, report.window_ns))
     if args.heatmap:
+        print(f"kernbench links: drawing the heatmap into {args.heatmap} …", file=sys.stderr, flush=True)
         graph = topology_of(report, args.topology, f"links file {args.file}")
         info = draw(report, graph, args.heatmap, args.scope, args.sip, args.cube)
         where = {"system": "the whole tray", "sip": f"SIP {info.sip}",
