@@ -39,7 +39,8 @@ RUN_CMD = ("run", "--topology", TORUS, "--bench", "ccl-allreduce", "--links", LI
 TRAY_CMD = ("links", LINKS, "--top", "8", "--heatmap", f"{GEN}/allreduce-heatmap.svg")
 SIP_CMD = ("links", LINKS, "--top", "0", "--heatmap", f"{GEN}/allreduce-sip0.svg", "--scope", "sip", "--sip", "0")
 EXPORT_CMD = ("web", "--links", LINKS, "--export", VIEWER)
-SHOT_VIEW = "view=cube&sip=0&cube=0&from=sip0.io0.io_noc&to=sip0.cube0.hbm_ctrl.pe5&node=sip0.cube0.hbm_ctrl.pe5"
+SHOT_VIEW = ("view=cube&sip=0&cube=0&from=sip0.io0.io_noc&to=sip0.cube0.hbm_ctrl.pe5&intent=memory"
+             "&node=sip0.cube0.hbm_ctrl.pe5")
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--hide-scrollbars", "--window-size=1500,900", "--virtual-time-budget=20000")
