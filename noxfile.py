@@ -41,6 +41,8 @@ PACKAGES = {
                   "kernbench-ccl", "kernbench-benches"],
 }
 TEST_DEPS = ["pytest>=8", "hypothesis>=6"]
+#: The viewer's browser tests drive Debian's chromium/chromium-driver (installed by .ci/run) through selenium.
+BROWSER_DEPS = ["selenium>=4.10"]
 #: Optional extras installed with a package wherever its tests run (the studies' Dask executor).
 EXTRAS = {"kernbench-benches": "[dask]"}
 TEX_PACKAGES = "latexmk texlive-latex-recommended texlive-latex-extra texlive-science poppler-utils"
@@ -63,6 +65,7 @@ def tests(session: nox.Session, package: str) -> None:
 def integration(session: nox.Session) -> None:
     """End-to-end tests of the CLI and public API across all packages."""
     _install_tree(session, list(PACKAGES))
+    session.install(*BROWSER_DEPS)
     session.run("pytest", "tests", "-q", "-m", "not slow", *session.posargs)
 
 
@@ -108,12 +111,14 @@ def docs(session: nox.Session) -> None:
 @nox.session
 def benchmarks(session: nox.Session) -> None:
     """Simulator speed and model figures: engine vs bare SimPy, probe and compile time, the 2048-tile GEMM, 128K
-    decode, the 6-SIP all-reduce study."""
+    decode, the 6-SIP all-reduce study, the web viewer's load time."""
     session.install(*[f"./packages/{n}" for n in PACKAGES])
     session.run("python", "benchmarks/bench_fabric.py", *session.posargs)
     session.run("python", "benchmarks/bench_kernels.py")
     session.run("python", "benchmarks/bench_attention.py")
     session.run("python", "benchmarks/bench_allreduce.py")
+    session.install(*BROWSER_DEPS)  # the viewer's load time in headless Chromium (Debian chromium, chromium-driver)
+    session.run("python", "benchmarks/bench_web.py")
 
 
 @nox.session

@@ -40,6 +40,7 @@ from kernbench.runtime.allocator import FreeList, PEMemAllocator, VirtualAllocat
 from kernbench.runtime.extensions import EXTENSIONS, ExtensionRegistry
 from kernbench.runtime.placement import DPPolicy, Shard, resolve_shards
 from kernbench.sim import ComponentRegistry, GraphEngine, MemoryReadMsg, MemoryWriteMsg, Request
+from kernbench.sim.links import LinkRecord, link_records
 from kernbench.tl import TensorArg
 from kernbench.topology import TopologyGraph, resolve
 from kernbench.topology import naming as nm
@@ -220,6 +221,12 @@ class RuntimeContext:
     def oplog(self):
         """The engine's op log."""
         return self.engine.oplog
+
+    def link_stats(self, include_idle: bool = False) -> list[LinkRecord]:
+        """Per-link traffic of everything simulated so far: bytes, packets, busy ns and utilisation over the run
+        window ``[0, now_ns]``, one record per directed link that carried traffic (every link with
+        ``include_idle``); see :mod:`kernbench.sim.links`."""
+        return link_records(self.engine, include_idle)
 
     def _allocator(self, sip: int, cube: int, pe: int) -> PEMemAllocator:
         key = (sip, cube, pe)

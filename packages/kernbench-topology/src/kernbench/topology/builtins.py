@@ -48,6 +48,8 @@ def resolve(arg: str | Path | None = None) -> TopologyGraph:
     """
     if arg is None:
         return builtin(DEFAULT)
+    if str(arg).startswith("builtin:"):  # the source a builtin records (spec.source)
+        return builtin(str(arg)[len("builtin:"):])
     path = Path(arg).expanduser()
     if path.exists() or path.suffix in (".yaml", ".yml") or len(path.parts) > 1:
         return load_topology(path)

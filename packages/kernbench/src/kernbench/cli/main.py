@@ -64,10 +64,15 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print results as JSON")
     r.add_argument("--trace", metavar="PATH", help="write the op log as Chrome Trace Event JSON to a file, or to "
                                                    "<folder>/<bench>.trace.json")
+    r.add_argument("--links", metavar="FILE", help="write per-link bytes, packets, busy time and utilisation (JSON)")
+    r.add_argument("--links-top", type=int, default=0, metavar="N", help="print the N busiest links")
+    from kernbench.cli.links_cmd import add_parser as add_links
     from kernbench.cli.study_cmd import add_parsers
+    from kernbench.cli.web_cmd import add_parser as add_web
 
     studies = add_parsers(sub)
-    for sp in (t, pr, ls, r, *studies):
+    extra = (add_links(sub), add_web(sub))
+    for sp in (t, pr, ls, r, *studies, *extra):
         sp.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return p
 
@@ -91,7 +96,15 @@ def _dispatch(args) -> int:
         if args.command == "list":
             return run_list(args.params)
         return run_run(args.topology, args.bench, args.device, data=args.data, as_json=args.json,
-                       trace=args.trace, params=args.params)
+                       trace=args.trace, params=args.params, links=args.links, links_top=args.links_top)
+    if args.command == "links":
+        from kernbench.cli.links_cmd import run_links
+
+        return run_links(args)
+    if args.command == "web":
+        from kernbench.cli.web_cmd import run_web
+
+        return run_web(args)
     if args.command in ("study", "report"):
         from kernbench.cli.study_cmd import run_report_command, run_study_command
 

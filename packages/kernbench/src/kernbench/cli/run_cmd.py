@@ -11,6 +11,7 @@ from kernbench.cli.progress import Progress
 from kernbench.runtime.bench import BenchError, BenchResult, discover, run_bench
 from kernbench.runtime.params import parse_assignments
 from kernbench.sim.chrome_trace import write_chrome_trace
+from kernbench.sim.links import format_top, link_report, write_links
 from kernbench.topology import resolve
 
 
@@ -85,8 +86,12 @@ def _print(r: BenchResult) -> None:
 
 
 def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_json: bool, trace: str | None,
-            params: list[str] | None = None) -> int:
-    """Run one bench on one device (or every device); exit 2 when it fails."""
+            params: list[str] | None = None, links: str | None = None, links_top: int = 0) -> int:
+    """Run one bench on one device (or every device); exit 2 when it fails.
+
+    ``links`` writes the run's per-link results (:mod:`kernbench.sim.links`); ``links_top`` prints the N busiest
+    links (on stderr with ``as_json``, so stdout stays JSON).
+    """
     registry = discover()
     _warn_problems(registry)
     info = registry.resolve(bench)
@@ -95,13 +100,26 @@ def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_jso
 
     resolve_params(info.name, info.params, given)  # refuse bad values before compiling anything
     out = trace_path(trace, info.name) if trace else None
+    if links_top < 0:
+        raise BenchError(f"--links-top {links_top} must be 0 or more")
     graph = resolve(topology)
+    devices = _devices(device, graph.spec.system.sips.count)
+    if (links or links_top) and len(devices) > 1:
+        raise BenchError(f"--links/--links-top describe one simulation, but --device {device} runs {len(devices)}; "
+                         f"pass one --device (0..{len(devices) - 1})")
     results = []
-    for d in _devices(device, graph.spec.system.sips.count):
+    for d in devices:
         with Progress(f"{info.name} on device {d}") as progress:
             results.append(run_bench(info, graph, d, data=data, params=given, observe=progress.watch))
     if out is not None:
         write_chrome_trace([rec for r in results for rec in r.records], out)
+    report = None
+    if links or links_top:
+        r = results[0]
+        report = link_report(r.engine, {"bench": r.bench, "device": r.device, "ok": r.ok,
+                                        "latency_ns": r.latency_ns, "topology_file": graph.spec.source})
+        if links:
+            write_links(report, links)
     if as_json:
         doc = [r.to_json() for r in results]
         print(json.dumps(doc[0] if len(doc) == 1 else doc, indent=2))
@@ -110,6 +128,11 @@ def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_jso
             _print(r)
         if out is not None:
             print(f"  trace written to {out} (open it in Perfetto or chrome://tracing)")
+        if links:
+            print(f"  links written to {links} (draw them: kernbench links {links} --heatmap out/links.svg)")
+    if report is not None and links_top:
+        print(format_top(report.busiest(links_top), report.title, report.window_ns),
+              file=sys.stderr if as_json else sys.stdout)
     failed = [r for r in results if not r.ok]
     if failed:
         print(f"kernbench: error: {failed[0].error_code}: {failed[0].error}", file=sys.stderr)
