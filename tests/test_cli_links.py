@@ -31,7 +31,7 @@ def test_run_writes_one_record_per_directed_edge_and_prints_the_top(gemm_links):
     data = json.loads(path.read_text())
     assert data["schema"] == "kernbench.links/1"
     assert data["run"]["bench"] == "gemm-single-pe" and data["run"]["device"] == 0
-    assert data["run"]["topology_file"] == "topologies/topology.yaml" and data["run"]["topology"] == graph.spec.name
+    assert data["run"]["topology_file"] == "builtin:default" and data["run"]["topology"] == graph.spec.name
     assert [(r["src"], r["dst"], r["kind"]) for r in data["links"]] == [(e.src, e.dst, e.kind) for e in graph.edges]
     keys = {"src", "dst", "kind", "bw_gbs", "latency_ns", "bytes", "packets", "messages", "busy_ns", "utilisation",
             "max_wait_ns"}
