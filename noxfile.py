@@ -9,16 +9,24 @@
     nox -s benchmarks   simulator-speed benchmarks (not part of pass/fail)
     nox -s studies      the milestone studies (cached) into out/studies/ [-- kernbench study options]
     nox -s report       studies + figures + generated LaTeX + latexmk -> out/report/build/kernbench-codesign-report.pdf
+    nox -s build        a wheel and an sdist of every package into dist/
+    nox -s packaging    each package installed alone from dist/ in a fresh venv, imported and smoke-tested; the
+                        kernbench command run from a folder outside the repository; sdist tests run unpacked
 """
 
 from __future__ import annotations
 
 import shutil
+import tarfile
+import tempfile
+import tomllib
+from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["tests", "integration", "lint"]
+nox.options.sessions = ["tests", "integration", "lint", "packaging"]
 nox.options.reuse_existing_virtualenvs = True
+nox.options.default_venv_backend = "virtualenv"
 
 # Dependency order: each package installs with the siblings below it, from the local tree.
 PACKAGES = {
@@ -33,6 +41,8 @@ PACKAGES = {
                   "kernbench-ccl", "kernbench-benches"],
 }
 TEST_DEPS = ["pytest>=8", "hypothesis>=6"]
+#: The viewer's browser tests drive Debian's chromium/chromium-driver (installed by .ci/run) through selenium.
+BROWSER_DEPS = ["selenium>=4.10"]
 #: Optional extras installed with a package wherever its tests run (the studies' Dask executor).
 EXTRAS = {"kernbench-benches": "[dask]"}
 TEX_PACKAGES = "latexmk texlive-latex-recommended texlive-latex-extra texlive-science poppler-utils"
@@ -55,6 +65,7 @@ def tests(session: nox.Session, package: str) -> None:
 def integration(session: nox.Session) -> None:
     """End-to-end tests of the CLI and public API across all packages."""
     _install_tree(session, list(PACKAGES))
+    session.install(*BROWSER_DEPS)
     session.run("pytest", "tests", "-q", "-m", "not slow", *session.posargs)
 
 
@@ -75,11 +86,11 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def demo(session: nox.Session) -> None:
     """The main job: compile the default topology, write its diagrams, run the probe and a composite GEMM."""
-    session.install(*[f"./packages/{n}" for n in PACKAGES])
-    session.run("kernbench", "topology", "topologies/topology.yaml", "--diagrams", "out/diagrams")
-    session.run("kernbench", "probe", "--topology", "topologies/topology.yaml", "--strict")
-    session.run("kernbench", "run", "--topology", "topologies/topology.yaml", "--bench", "matmul-composite",
-                "--trace", "out/matmul-composite.trace.json")
+    session.install(*[f"./packages/{n}" for n in PACKAGES], silent=True)
+    session.run("kernbench", "topology", "--diagrams", "out/diagrams")
+    session.run("kernbench", "probe", "--strict")
+    session.run("kernbench", "run", "--bench", "matmul-composite", "--trace", "out/")
+    session.log("next: kernbench list --params | kernbench run --bench gqa-headline | nox -s report")
 
 
 @nox.session
@@ -100,12 +111,14 @@ def docs(session: nox.Session) -> None:
 @nox.session
 def benchmarks(session: nox.Session) -> None:
     """Simulator speed and model figures: engine vs bare SimPy, probe and compile time, the 2048-tile GEMM, 128K
-    decode, the 6-SIP all-reduce study."""
+    decode, the 6-SIP all-reduce study, the web viewer's load time."""
     session.install(*[f"./packages/{n}" for n in PACKAGES])
     session.run("python", "benchmarks/bench_fabric.py", *session.posargs)
     session.run("python", "benchmarks/bench_kernels.py")
     session.run("python", "benchmarks/bench_attention.py")
     session.run("python", "benchmarks/bench_allreduce.py")
+    session.install(*BROWSER_DEPS)  # the viewer's load time in headless Chromium (Debian chromium, chromium-driver)
+    session.run("python", "benchmarks/bench_web.py")
 
 
 @nox.session
@@ -126,3 +139,70 @@ def report(session: nox.Session) -> None:
     session.install(*[f"./packages/{n}{EXTRAS.get(n, '')}" for n in PACKAGES])
     session.run("kernbench", "study", "all", *session.posargs)
     session.run("kernbench", "report")
+
+
+#: A command that shows each installed package works on its own (run in the package's fresh venv).
+SMOKE = {
+    "kernbench-topology": "from kernbench.topology import builtin; g = builtin(); print(len(g.nodes), 'nodes')",
+    "kernbench-sim": "from kernbench.sim import GraphEngine, MemoryWriteMsg; print(GraphEngine.__name__)",
+    "kernbench-components": ("from kernbench.components import default_registry\n"
+                             "from kernbench.sim import GraphEngine\nfrom kernbench.topology import builtin\n"
+                             "print(len(GraphEngine(builtin(), default_registry()).components), 'components')"),
+    "kernbench-runtime": ("import numpy as np\nfrom kernbench.runtime import session\nwith session(data=True) as t:\n"
+                          "    print(t.to_numpy(t.from_numpy(np.ones(4, np.float16)))[0])"),
+    "kernbench-ccl": ("from kernbench.runtime import session\nwith session() as t:\n"
+                      "    print(type(t.distributed).__name__)"),
+    "kernbench-benches": "from kernbench.runtime.bench import discover; print(len(discover().benches), 'benches')",
+    "kernbench": "import kernbench.cli; print(kernbench.cli.__version__)",
+}
+#: Packages whose unit tests are also run from their unpacked sdist (the others need siblings' test data).
+SDIST_TESTED = ("kernbench-topology", "kernbench-sim", "kernbench-components")
+
+
+def _version(package: str) -> str:
+    return tomllib.loads(Path(f"packages/{package}/pyproject.toml").read_text())["project"]["version"]
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """Build a wheel and an sdist of every package into dist/ (emptied first)."""
+    session.install("build>=1")
+    shutil.rmtree("dist", ignore_errors=True)
+    for package in PACKAGES:
+        session.run("python", "-m", "build", "--outdir", "dist", f"packages/{package}", silent=True)
+    session.log("built: " + ", ".join(sorted(p.name for p in Path("dist").iterdir())))
+
+
+@nox.session
+def packaging(session: nox.Session) -> None:
+    """Every package alone from dist/ in a fresh venv (PyPI for third-party dependencies): import, smoke command;
+    `kernbench probe --strict` and `kernbench run --bench matmul-composite` from a folder outside the repository;
+    the unit tests of a few packages run from their unpacked sdist."""
+    build(session)
+    dist = Path("dist").resolve()
+    work = Path(tempfile.mkdtemp(prefix="kernbench-packaging-"))
+    pip = ("-m", "pip", "install", "--quiet", "--disable-pip-version-check")
+    for package in PACKAGES:
+        venv = work / package
+        session.run("python", "-m", "venv", str(venv), silent=True)
+        py = str(venv / "bin" / "python")
+        session.run(py, *pip, "--find-links", str(dist), f"{package}=={_version(package)}", external=True)
+        session.run(py, "-c", SMOKE[package], external=True)
+        if package in SDIST_TESTED:
+            stem = f"{package.replace('-', '_')}-{_version(package)}"
+            with tarfile.open(dist / f"{stem}.tar.gz") as sdist:
+                sdist.extractall(work / "sdists", filter="data")
+            session.run(py, *pip, *TEST_DEPS, external=True)
+            with session.chdir(work / "sdists" / stem):
+                session.run(py, "-m", "pytest", "-q", "-m", "not slow", "-p", "no:cacheprovider", "tests",
+                            external=True, env={"KERNBENCH_CACHE_DIR": str(work / "cache")})
+    kb = str(work / "kernbench" / "bin" / "kernbench")
+    outside = work / "elsewhere"
+    outside.mkdir()
+    with session.chdir(outside):
+        session.run(kb, "--version", external=True)
+        session.run(kb, "probe", "--strict", external=True)
+        session.run(kb, "run", "--bench", "matmul-composite", "--json", external=True, silent=True)
+    leftovers = sorted(p.name for p in outside.iterdir())
+    if leftovers:
+        session.error(f"kernbench wrote into the folder it was run from: {leftovers}")

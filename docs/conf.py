@@ -7,8 +7,10 @@ Build it with ``nox -s docs`` or, from the repository root::
 Pages under ``adr/generated/`` and ``reference/`` are written at build time by
 ``_ext/kernbench_docs.py`` (ADR copies, the topology spec field table and
 sample CLI output), and ``studies/{gemm,allreduce,gqa}.md``, their figures and
-``adr/records.md`` (the ADR index) by ``_ext/kernbench_studies.py``; they are
-not committed and must not be edited by hand.
+``adr/records.md`` (the ADR index) by ``_ext/kernbench_studies.py``, and the
+links page's run, heatmaps and viewer screenshot (``links/_generated/``) by
+``_ext/kernbench_links.py``; they are not committed and must not be edited by
+hand.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ extensions = [
     "sphinx.ext.viewcode",
     "kernbench_docs",
     "kernbench_studies",
+    "kernbench_links",
 ]
 
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}

@@ -54,3 +54,14 @@ def test_unknown_bench_lists_valid_ones(cli):
 def test_bad_device(cli):
     proc = cli("run", "--bench", "1", "--device", "5")
     assert proc.returncode == 2 and "use a SIP index 0..1 or 'all'" in proc.stderr
+
+
+def test_the_demo_fits_one_screen(cli, tmp_path):
+    """`nox -s demo` runs these three commands (nox adds 9 lines of its own: the screen is 60)."""
+    outs = [cli("topology", "--diagrams", str(tmp_path / "d"), cwd=tmp_path),
+            cli("probe", "--strict", cwd=tmp_path),
+            cli("run", "--bench", "matmul-composite", "--trace", f"{tmp_path}/", cwd=tmp_path)]
+    assert all(p.returncode == 0 for p in outs), [p.stderr for p in outs]
+    lines = sum(len(p.stdout.splitlines()) for p in outs)
+    assert lines <= 51, f"the demo prints {lines} lines"
+    assert (tmp_path / "matmul-composite.trace.json").is_file()

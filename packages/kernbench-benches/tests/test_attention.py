@@ -128,4 +128,4 @@ def test_tiled_variants_need_whole_tiles(graph, monkeypatch, variant):
     monkeypatch.setenv("GQA_SKV", "100")
     monkeypatch.setenv("GQA_VARIANT", variant)
     r = run_bench(discover().resolve("gqa-decode-single-pe"), graph)
-    assert not r.ok and "must be a multiple of GQA_TILE=64" in r.error
+    assert not r.ok and "SKV=100 must be a multiple of TILE=64" in r.error

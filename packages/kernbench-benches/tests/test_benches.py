@@ -20,7 +20,11 @@ def test_registered_names():
     assert names == ["ccl-allreduce", "gemm-single-pe", "gqa-decode", "gqa-decode-single-pe", "gqa-headline",
                      "gqa-prefill", "matmul-composite", "qkv-gemm", "qkv-gemm-multi-pe", "tp-mlp", "va-offset-verify"]
     for b in discover().benches:
-        assert b.params, f"{b.name}: the module docstring lists its environment parameters"
+        for p in b.params:  # every declared parameter is documented under its environment variable too
+            assert p.env and p.env in b.doc, f"{b.name}: the module docstring does not name {p.name}'s {p.env}"
+    declared = {b.name: [p.name for p in b.params] for b in discover().benches}
+    assert declared["matmul-composite"] == ["M", "K", "N", "DTYPE", "VARIANT"]
+    assert declared["gqa-headline"] == ["PANELS"]
 
 
 @pytest.mark.parametrize("variant", ["ref_ref", "load_ref", "load_load"])
@@ -39,10 +43,28 @@ def test_matmul_composite_tiles(graph, monkeypatch, variant, shape):
     assert r.op_counts["dma_write"] == math.ceil(m / 32) * math.ceil(n / 64)
 
 
-def test_bad_parameter_is_reported(graph, monkeypatch):
+def test_bad_parameters_are_refused_before_anything_runs(graph, monkeypatch):
+    from kernbench.runtime.params import ParamError
+
+    info = discover().resolve("matmul-composite")
     monkeypatch.setenv("MATMUL_VARIANT", "stream_all")
-    r = run_bench(discover().resolve("matmul-composite"), graph)
-    assert not r.ok and r.error_code == "BenchError" and "MATMUL_VARIANT='stream_all'" in r.error
+    with pytest.raises(ParamError, match="environment variable MATMUL_VARIANT: VARIANT='stream_all' is invalid; "
+                                         "expected one of ref_ref, load_ref, load_load"):
+        run_bench(info, graph)
+    monkeypatch.delenv("MATMUL_VARIANT")
+    with pytest.raises(ParamError, match=r"-p: M=1000000000000 is out of bounds; expected an integer from 1 to 4096"):
+        run_bench(info, graph, params={"M": "1e12"})
+    with pytest.raises(ParamError, match="has no parameter 'Q'; its parameters: M, K, N, DTYPE, VARIANT"):
+        run_bench(info, graph, params={"Q": "1"})
+
+
+def test_p_wins_over_the_environment(graph, monkeypatch):
+    monkeypatch.setenv("MATMUL_M", "64")
+    r = run_bench(discover().resolve("matmul-composite"), graph, params={"M": "32", "K": "64", "N": "32"})
+    assert r.ok and r.params["M"] == 32 and r.to_json()["params"] == {"M": 32, "K": 64, "N": 32, "DTYPE": "float16",
+                                                                        "VARIANT": "ref_ref"}
+    g = graph.spec.pe.gemm
+    assert r.op_counts["gemm"] == -(-32 // g.tile_m) * -(-32 // g.tile_n) * -(-64 // g.tile_k)
 
 
 def test_multi_pe_qkv_uses_every_pe_at_once(graph, monkeypatch):

@@ -8,8 +8,9 @@ import pytest
 
 from kernbench.runtime.bench import discover, run_bench
 from kernbench.topology import load_topology
+from kernbench.topology.builtins import topologies_folder
 
-TOPOLOGIES = Path(__file__).resolve().parents[3] / "topologies"
+TOPOLOGIES = topologies_folder(Path(__file__))
 
 
 @pytest.mark.parametrize("kind", ["tcm", "sram", "hbm"])

@@ -65,9 +65,11 @@ def test_gqa_headline_runs_a_chosen_panel_and_refuses_unknown_ones(graph, monkey
 
 
 def test_bench_parameters_are_checked(graph, monkeypatch):
+    from kernbench.runtime.params import ParamError
+
     monkeypatch.setenv("GQA_PARTITION", "cube")
-    r = run_bench(discover().resolve("gqa-decode"), graph)
-    assert not r.ok and "GQA_PARTITION" in r.error
+    with pytest.raises(ParamError, match="GQA_PARTITION: PARTITION='cube' is invalid"):
+        run_bench(discover().resolve("gqa-decode"), graph)
     monkeypatch.setenv("GQA_PARTITION", "short")
     monkeypatch.setenv("GQA_HKV", "3")
     monkeypatch.setenv("GQA_CUBES", "2")

@@ -8,8 +8,9 @@ import pytest
 
 import kernbench.ccl  # noqa: F401  (registers torch.distributed / multiprocessing / ahbm on every context)
 from kernbench.topology import compile_spec, load_topology, spec_from_dict
+from kernbench.topology.builtins import topologies_folder
 
-TOPOLOGIES = Path(__file__).resolve().parents[3] / "topologies"
+TOPOLOGIES = topologies_folder(Path(__file__))
 
 _GRAPHS: dict = {}
 

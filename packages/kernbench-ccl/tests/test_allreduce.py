@@ -16,8 +16,9 @@ import kernbench.ccl  # noqa: F401
 from kernbench.ccl import collective_span_ns
 from kernbench.runtime import DPPolicy, RuntimeContext
 from kernbench.topology import compile_spec, load_topology, spec_from_dict
+from kernbench.topology.builtins import topologies_folder
 
-TOPOLOGIES = Path(__file__).resolve().parents[3] / "topologies"
+TOPOLOGIES = topologies_folder(Path(__file__))
 SHARDS = DPPolicy(cube="row_wise", num_pes=1)
 _GRAPHS: dict = {}
 

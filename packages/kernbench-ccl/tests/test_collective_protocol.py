@@ -12,8 +12,9 @@ from kernbench.ccl import CollectiveError, NeighbourError, install
 from kernbench.ccl.neighbours import cube_ring
 from kernbench.runtime import DPPolicy, RuntimeApiError, RuntimeContext
 from kernbench.topology import load_topology
+from kernbench.topology.builtins import topologies_folder
 
-TOPOLOGIES = Path(__file__).resolve().parents[3] / "topologies"
+TOPOLOGIES = topologies_folder(Path(__file__))
 SHARDS = DPPolicy(cube="row_wise", num_pes=1)
 
 

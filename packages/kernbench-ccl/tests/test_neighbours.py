@@ -28,6 +28,7 @@ from kernbench.ccl.neighbours import (
 from kernbench.components.pe.ipcq import OPPOSITE
 from kernbench.runtime import RuntimeContext
 from kernbench.topology.address import decode
+from kernbench.topology.builtins import topologies_folder
 
 MIB = 1 << 20
 SIX = ("6sip_2x3_ring_1d", "6sip_2x3_torus_2d", "6sip_2x3_mesh_2d_no_wrap")
@@ -511,7 +512,7 @@ def test_a_cube_ring_of_a_given_size_steps_one_mesh_hop_at_a_time(size):
     from kernbench.ccl.neighbours import cube_ring
     from kernbench.topology import load_topology
 
-    spec = load_topology(Path(__file__).resolve().parents[3] / "topologies" / "topology.yaml").spec
+    spec = load_topology(topologies_folder(Path(__file__)) / "topology.yaml").spec
     table = cube_ring(spec, 0, size)
     order = [0]
     while len(order) < size:
@@ -528,7 +529,7 @@ def test_torch_install_ipcq_installs_a_table():
     from kernbench.runtime import RuntimeContext
     from kernbench.topology import load_topology
 
-    graph = load_topology(Path(__file__).resolve().parents[3] / "topologies" / "topology.yaml")
+    graph = load_topology(topologies_folder(Path(__file__)) / "topology.yaml")
     torch = RuntimeContext(graph)
     inst = torch.install_ipcq(cube_ring(graph.spec, 0, 4), "sram")
     ipcq = torch.engine.components["sip0.cube1.pe0.pe_ipcq"]

@@ -11,8 +11,9 @@ import kernbench.ccl  # noqa: F401
 from kernbench.ccl.tp import TP_POLICY, ColumnParallelLinear, ParallelMLP, TensorParallelError
 from kernbench.runtime import RuntimeContext
 from kernbench.topology import load_topology
+from kernbench.topology.builtins import topologies_folder
 
-TOPOLOGIES = Path(__file__).resolve().parents[3] / "topologies"
+TOPOLOGIES = topologies_folder(Path(__file__))
 
 
 @pytest.mark.parametrize("topo", ["topology", "6sip_2x3_torus_2d"])

@@ -42,7 +42,7 @@ def test_discovery_sorts_indexes_and_skips_helpers(tmp_path, monkeypatch):
     reg = discover(pkg)
     assert [b.name for b in reg.benches] == ["alpha-bench", "zeta-bench"]
     assert reg.resolve(1).name == "alpha-bench" and reg.resolve("2").name == "zeta-bench"
-    assert reg.resolve("zeta-bench").params == "Env: NONE."
+    assert reg.resolve("zeta-bench").doc == "Env: NONE."
     with pytest.raises(BenchError, match="unknown bench 'nope'; valid benches: 1:alpha-bench, 2:zeta-bench"):
         reg.resolve("nope")
     with pytest.raises(BenchError, match="unknown bench 3"):

@@ -20,11 +20,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kernbench.topology import TopologyError, compile_spec, load_spec, load_topology, spec_from_dict
+from kernbench.topology import SpecError, TopologyError, compile_spec, load_spec, load_topology, spec_from_dict
+from kernbench.topology.builtins import topologies_folder
 from kernbench.topology.mesh_gen import generate_mesh, mesh_path_for, source_hash
 
-REPO = Path(__file__).resolve().parents[3]
-DEFAULT_YAML = REPO / "topologies" / "topology.yaml"
+TOPOLOGIES = topologies_folder(Path(__file__))
+DEFAULT_YAML = TOPOLOGIES / "topology.yaml"
 
 PE_BLOCKS = ("pe_cpu", "pe_scheduler", "pe_dma", "pe_fetch_store", "pe_gemm", "pe_math",
              "pe_tcm", "pe_mmu", "pe_ipcq")
@@ -409,7 +410,7 @@ def test_node_positions(graph):
 
 
 def test_grid_layout_of_torus_sips():
-    g = compile_spec(load_spec(REPO / "topologies" / "6sip_2x3_torus_2d.yaml"))
+    g = compile_spec(load_spec(TOPOLOGIES / "6sip_2x3_torus_2d.yaml"))
     assert len(g.nodes) == 6 * 16 * 102 + 6 * 5 + 2
     # SIP height = 4 x 12 + 3 x 2 = 54 mm; SIP 4 sits at grid row 1, column 1.
     r0 = g.nodes["sip4.cube0.noc.r0c0"]
@@ -460,21 +461,30 @@ def _edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new), encoding="utf-8")
 
 
-def test_load_topology_writes_mesh_cache(tmp_path):
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """A private user cache directory for the mesh cache."""
+    root = tmp_path / "cache"
+    monkeypatch.setenv("KERNBENCH_CACHE_DIR", str(root))
+    return root / "cube-mesh"
+
+
+def test_load_topology_caches_the_mesh_in_the_user_cache_not_beside_the_file(tmp_path, cache_dir):
     p = _copy_default(tmp_path)
     g = load_topology(p)
-    cache = tmp_path / "mytopo.cube_mesh.yaml"
-    assert mesh_path_for(p) == cache
+    cache = cache_dir / f"{source_hash(g.spec)}.yaml"
+    assert mesh_path_for(g.spec) == cache == g.mesh_path
     assert cache.is_file()
-    assert g.mesh_path == cache.resolve()
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["cache", "mytopo.yaml"]
     data = yaml.safe_load(cache.read_text(encoding="utf-8"))
     assert len(data["source_hash"]) == 16
     int(data["source_hash"], 16)
     assert data["col_xs"] == [1.5, 4.5, 7.5, 10.5]
     assert data["m_cpu_router"] == [1, 0]
+    assert not list(cache_dir.glob(".*"))  # no temporary file left behind
 
 
-def test_cached_mesh_equals_generated_mesh(tmp_path):
+def test_cached_mesh_equals_generated_mesh(tmp_path, cache_dir):
     p = _copy_default(tmp_path)
     first = load_topology(p)
     second = load_topology(p)  # from the cache
@@ -483,68 +493,72 @@ def test_cached_mesh_equals_generated_mesh(tmp_path):
     assert second.edges == first.edges
 
 
-def test_bandwidth_change_keeps_cache(tmp_path):
+def test_bandwidth_change_keeps_cache(tmp_path, cache_dir):
     p = _copy_default(tmp_path)
-    load_topology(p)
-    cache = mesh_path_for(p)
+    cache = load_topology(p).mesh_path
     old = 1_000_000_000
     os.utime(cache, (old, old))
     content = cache.read_bytes()
     _edit(p, "link_bw_gbs: 256.0", "link_bw_gbs: 300.0")
     g = load_topology(p)
-    assert cache.read_bytes() == content
+    assert g.mesh_path == cache and cache.read_bytes() == content
     assert cache.stat().st_mtime == old
     assert g.edge("sip0.cube0.noc.r0c0", "sip0.cube0.noc.r0c1").bw_gbs == 300.0
 
 
-def test_geometry_change_regenerates_cache(tmp_path):
+def test_geometry_change_is_cached_under_its_own_hash(tmp_path, cache_dir):
     p = _copy_default(tmp_path)
-    load_topology(p)
-    cache = mesh_path_for(p)
-    old = 1_000_000_000
-    os.utime(cache, (old, old))
-    old_hash = yaml.safe_load(cache.read_text(encoding="utf-8"))["source_hash"]
+    first = load_topology(p).mesh_path
+    content = first.read_bytes()
     _edit(p, "{w_mm: 12.0", "{w_mm: 13.0")
     g = load_topology(p)
-    data = yaml.safe_load(cache.read_text(encoding="utf-8"))
-    assert data["source_hash"] != old_hash
-    assert cache.stat().st_mtime != old
+    assert g.mesh_path != first and first.read_bytes() == content  # both layouts stay cached
+    data = yaml.safe_load(g.mesh_path.read_text(encoding="utf-8"))
+    assert data["source_hash"] == source_hash(g.spec) == g.mesh_path.stem
     # w 13: PE xs 1.5, 4.5, 8.5, 11.5; the 4 mm gap gets one relay at 6.5.
     assert data["col_xs"] == [1.5, 4.5, 6.5, 8.5, 11.5]
     assert g.mesh.col_xs == (1.5, 4.5, 6.5, 8.5, 11.5)
 
 
-def test_corrupt_cache_is_regenerated(tmp_path):
+@pytest.mark.parametrize("damage", ["truncated", "binary", "not yaml", "missing keys", "wrong types", "a list"])
+def test_a_corrupt_cache_entry_is_regenerated_with_a_warning(tmp_path, cache_dir, damage):
+    from kernbench.topology.mesh_gen import CacheWarning
+
     p = _copy_default(tmp_path)
-    cache = mesh_path_for(p)
-    cache.write_text("::: [not yaml", encoding="utf-8")
-    g = load_topology(p)
-    assert g.mesh.col_xs == (1.5, 4.5, 7.5, 10.5)
-    assert yaml.safe_load(cache.read_text(encoding="utf-8"))["col_xs"] == [1.5, 4.5, 7.5, 10.5]
+    cache = load_topology(p).mesh_path
+    good = cache.read_text(encoding="utf-8")
+    data = yaml.safe_load(good)
+    if damage == "missing keys":
+        del data["ucie"]
+    elif damage == "wrong types":
+        data["pe_routers"] = [["a", 1]] * 8
+    bad = {"truncated": good[: len(good) // 2], "not yaml": "::: [not yaml", "a list": "- 1\n- 2\n",
+           "missing keys": yaml.safe_dump(data), "wrong types": yaml.safe_dump(data)}
+    if damage == "binary":
+        cache.write_bytes(b"\xff\xfe\x00garbage\x80")
+    else:
+        cache.write_text(bad[damage], encoding="utf-8")
+    with pytest.warns(CacheWarning, match=f"cube-mesh cache {re.escape(str(cache))} is unusable"):
+        g = load_topology(p)
+    assert g.mesh == generate_mesh(g.spec)
+    assert cache.read_text(encoding="utf-8") == good
 
 
-def test_stale_or_incomplete_cache_is_regenerated(tmp_path):
+def test_a_cache_entry_for_another_layout_is_not_used(tmp_path, cache_dir):
     p = _copy_default(tmp_path)
-    load_topology(p)
-    cache = mesh_path_for(p)
+    cache = load_topology(p).mesh_path
     data = yaml.safe_load(cache.read_text(encoding="utf-8"))
-    good_hash = data["source_hash"]
     data["source_hash"] = "0" * 16
     data["col_xs"] = [0.0]
     cache.write_text(yaml.safe_dump(data), encoding="utf-8")
     assert load_topology(p).mesh.col_xs == (1.5, 4.5, 7.5, 10.5)
-    data = yaml.safe_load(cache.read_text(encoding="utf-8"))
-    assert data["source_hash"] == good_hash
-    del data["ucie"]
-    cache.write_text(yaml.safe_dump(data), encoding="utf-8")
-    assert len(load_topology(p).mesh.ucie) == 8
+    assert yaml.safe_load(cache.read_text(encoding="utf-8"))["source_hash"] == cache.stem
 
 
-def test_cache_with_matching_hash_is_used(tmp_path):
+def test_cache_with_matching_hash_is_used(tmp_path, cache_dir):
     # The cache is the layout artifact: a hand edit that keeps the hash is honoured.
     p = _copy_default(tmp_path)
-    load_topology(p)
-    cache = mesh_path_for(p)
+    cache = load_topology(p).mesh_path
     data = yaml.safe_load(cache.read_text(encoding="utf-8"))
     data["sram_router"] = [0, 3]
     cache.write_text(yaml.safe_dump(data), encoding="utf-8")
@@ -552,10 +566,13 @@ def test_cache_with_matching_hash_is_used(tmp_path):
     assert routers_of(g, "sip0.cube0.sram") == ["sip0.cube0.noc.r0c3"]
 
 
-def test_compile_without_mesh_path_writes_nothing(tmp_path):
-    p = _copy_default(tmp_path)
-    compile_spec(load_spec(p))
-    assert sorted(x.name for x in tmp_path.iterdir()) == ["mytopo.yaml"]
+def test_an_unwritable_cache_runs_uncached(tmp_path, monkeypatch):
+    blocker = tmp_path / "file-not-dir"
+    blocker.write_text("x")
+    monkeypatch.setenv("KERNBENCH_CACHE_DIR", str(blocker))
+    g = load_topology(_copy_default(tmp_path))
+    assert g.mesh == generate_mesh(g.spec)
+
 
 
 # --------------------------------------------------------------------------- disabled links
@@ -681,3 +698,52 @@ def test_cube_view(graph):
     box = next(n for n in v.nodes if n.id == "sip0.cube0.pe0")
     assert (box.x_mm, box.y_mm) == (9.5, 1.5)
     assert math.isclose(box.w_mm, 2.0)
+
+
+def test_compile_without_a_cache_writes_nothing(tmp_path, cache_dir):
+    p = _copy_default(tmp_path)
+    compile_spec(load_spec(p))
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["mytopo.yaml"]
+
+
+# ---------------------------------------------------------------------------------------------- builtin topologies
+REPO_TOPOLOGIES = {"default": "topology.yaml", "6sip_2x3_torus_2d": "6sip_2x3_torus_2d.yaml",
+                   "6sip_2x3_ring_1d": "6sip_2x3_ring_1d.yaml",
+                   "6sip_2x3_mesh_2d_no_wrap": "6sip_2x3_mesh_2d_no_wrap.yaml"}
+
+
+def test_packaged_topologies_are_the_repository_sources():
+    from kernbench.topology import builtin_names
+    from kernbench.topology.builtins import text
+
+    assert builtin_names() == ["default", "6sip_2x3_mesh_2d_no_wrap", "6sip_2x3_ring_1d", "6sip_2x3_torus_2d"]
+    for name, file in REPO_TOPOLOGIES.items():
+        assert text(name) == (DEFAULT_YAML.parent / file).read_text(encoding="utf-8"), \
+            f"packaged {name}.yaml differs from topologies/{file}: copy the edited file into the package"
+
+
+def test_builtin_and_resolve_work_from_any_folder(tmp_path, monkeypatch, cache_dir):
+    from kernbench.topology import builtin, resolve
+
+    monkeypatch.chdir(tmp_path)
+    g = builtin()
+    assert g.spec.source == "builtin:default" and g.spec == spec_from_dict(
+        yaml.safe_load(DEFAULT_YAML.read_text(encoding="utf-8")), "builtin:default")
+    assert resolve(None).spec == g.spec
+    assert resolve("6sip_2x3_torus_2d").spec.system.sips.count == 6
+    copy = _copy_default(tmp_path)
+    assert resolve(str(copy)).spec.source == str(copy)
+    with pytest.raises(SpecError, match="unknown builtin topology 'nope'; builtin topologies: default"):
+        resolve("nope")
+    with pytest.raises(SpecError, match=r"topology file not found: missing\.yaml"):
+        resolve("missing.yaml")
+
+
+def test_export_writes_an_editable_copy_and_never_overwrites(tmp_path):
+    from kernbench.topology.builtins import export, text
+
+    out = export("6sip_2x3_ring_1d", tmp_path)
+    assert out == tmp_path / "6sip_2x3_ring_1d.yaml" and out.read_text(encoding="utf-8") == text("6sip_2x3_ring_1d")
+    with pytest.raises(SpecError, match="already exists"):
+        export("6sip_2x3_ring_1d", out)
+    assert load_topology(out).spec.system.sips.count == 6

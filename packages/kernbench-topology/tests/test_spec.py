@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 from kernbench.topology import SpecError, TopologySpec, load_spec, spec_from_dict
+from kernbench.topology.builtins import topologies_folder
 from kernbench.topology.spec import DEFAULT_COMPONENTS, field_docs
 
-REPO = Path(__file__).resolve().parents[3]
-TOPOLOGIES = REPO / "topologies"
+TOPOLOGIES = topologies_folder(Path(__file__))
 DEFAULT_YAML = TOPOLOGIES / "topology.yaml"
 
 GIB = 1 << 30

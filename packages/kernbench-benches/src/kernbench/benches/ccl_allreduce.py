@@ -1,8 +1,9 @@
 """All-reduce across every SIP of the topology with the ``ahbm`` backend (rank = SIP).
 
-Environment: ``CCL_BYTES`` (bytes per PE, default 65536; f16 values, so a multiple of 2),
-``CCL_BUFFER`` (where IPCQ receive rings live: ``tcm``, ``sram`` or ``hbm``; default ``tcm``),
-``CCL_ALGORITHM`` (an algorithm entry of ``ccl.yaml``; default: its ``defaults.algorithm``).
+Parameters (``-p NAME=VALUE`` or the environment variable): ``BYTES`` (``CCL_BYTES``, bytes per
+PE, default 65536; f16 values, so a multiple of 2), ``BUFFER`` (``CCL_BUFFER``, where IPCQ receive
+rings live: ``tcm``, ``sram`` or ``hbm``; default ``tcm``), ``ALGORITHM`` (``CCL_ALGORITHM``, an
+algorithm entry of ``ccl.yaml``; default: its ``defaults.algorithm``).
 Each rank holds a ``[cubes, n]`` f16 tensor split row-wise over its SIP's cubes (PE 0 of
 each); after the all-reduce every shard holds the sum over all shards of all ranks. With
 ``--data`` the bench checks that sum exactly (small integers). Reported metric:
@@ -11,15 +12,13 @@ each); after the all-reduce every shard holds the sum over all shards of all ran
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 import kernbench.ccl  # noqa: F401  (adds torch.distributed and torch.multiprocessing)
-from kernbench.benches._params import env_choice, env_int
 from kernbench.ccl import collective_span_ns
 from kernbench.runtime import DPPolicy
 from kernbench.runtime.bench import BenchError, bench
+from kernbench.runtime.params import Param
 
 SHARDS = DPPolicy(cube="row_wise", num_pes=1)
 
@@ -29,14 +28,23 @@ def rank_values(rank: int, cubes: int, n: int) -> np.ndarray:
     return ((np.arange(cubes * n).reshape(cubes, n) + 3 * rank) % 5).astype(np.float16)
 
 
-@bench(name="ccl-allreduce", description="all-reduce over every SIP with the ahbm backend (CCL_* env)")
-def run(torch):
-    """Spawn one rank per SIP, all-reduce a tensor of CCL_BYTES per PE, verify in data mode."""
-    nbytes = env_int("CCL_BYTES", 65536)
+PARAMS = (
+    Param("BYTES", int, 65536, "bytes of f16 values per PE (even)", lo=2, hi=4 << 20, env="CCL_BYTES", unit="B"),
+    Param("BUFFER", str, "tcm", "memory the IPCQ receive rings live in", choices=("tcm", "sram", "hbm"),
+          env="CCL_BUFFER"),
+    Param("ALGORITHM", str, "", "an algorithm entry of ccl.yaml (empty: its defaults.algorithm)",
+          env="CCL_ALGORITHM"),
+)
+
+
+@bench(name="ccl-allreduce", description="all-reduce over every SIP with the ahbm backend", params=PARAMS)
+def run(torch, p):
+    """Spawn one rank per SIP, all-reduce a tensor of BYTES per PE, verify in data mode."""
+    nbytes = p.BYTES
     if nbytes % 2:
-        raise BenchError(f"CCL_BYTES={nbytes} must be even (f16 values)")
-    kind = env_choice("CCL_BUFFER", "tcm", ("tcm", "sram", "hbm"))
-    algorithm = os.environ.get("CCL_ALGORITHM") or None
+        raise BenchError(f"BYTES={nbytes} must be even (f16 values)")
+    kind = p.BUFFER
+    algorithm = p.ALGORITHM or None
     spec = torch.spec
     world, cubes, n = spec.system.sips.count, spec.cubes_per_sip, nbytes // 2
     outputs = {}

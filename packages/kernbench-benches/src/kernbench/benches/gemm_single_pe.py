@@ -1,15 +1,16 @@
 """One PE multiplies two matrices with blocking ``tl.load`` + ``tl.dot`` + ``tl.store``.
 
-Environment: ``GEMM_M``, ``GEMM_K``, ``GEMM_N`` (default 128 each); f16 inputs, f32 output.
+Parameters (``-p NAME=VALUE`` or the environment variable): ``M``, ``K``, ``N`` (``GEMM_M``,
+``GEMM_K``, ``GEMM_N``; default 128 each); f16 inputs, f32 output.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from kernbench.benches._params import env_int
 from kernbench.runtime import DPPolicy
 from kernbench.runtime.bench import bench
+from kernbench.runtime.params import Param
 
 
 def gemm_kernel(tl, a, b, c):
@@ -17,10 +18,17 @@ def gemm_kernel(tl, a, b, c):
     tl.store(c, tl.dot(tl.load(a), tl.load(b)))
 
 
-@bench(name="gemm-single-pe", description="blocking load/dot/store GEMM on one PE")
-def run(torch):
+PARAMS = (
+    Param("M", int, 128, "rows of A and C", lo=1, hi=2048, env="GEMM_M", unit="elements"),
+    Param("K", int, 128, "columns of A, rows of B", lo=1, hi=2048, env="GEMM_K", unit="elements"),
+    Param("N", int, 128, "columns of B and C", lo=1, hi=2048, env="GEMM_N", unit="elements"),
+)
+
+
+@bench(name="gemm-single-pe", description="blocking load/dot/store GEMM on one PE", params=PARAMS)
+def run(torch, p):
     """Deploy A and B on PE 0 of cube 0 and run the GEMM there."""
-    m, k, n = env_int("GEMM_M", 128), env_int("GEMM_K", 128), env_int("GEMM_N", 128)
+    m, k, n = p.M, p.K, p.N
     rng = np.random.default_rng(0)
     one = DPPolicy(num_cubes=1, num_pes=1)
     a = torch.from_numpy(rng.standard_normal((m, k)).astype(np.float16), one)

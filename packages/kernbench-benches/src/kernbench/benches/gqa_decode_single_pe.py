@@ -1,8 +1,9 @@
 """Fused GQA flash-decode attention on one PE.
 
-Environment: ``GQA_SKV`` (context length, default 1024), ``GQA_G`` (query heads per KV head,
-default 8), ``GQA_DHEAD`` (head dimension, default 64), ``GQA_TILE`` (K/V rows per tile,
-default 64), ``GQA_VARIANT`` (``opt1`` primitive ops per tile, ``opt2`` two composites per tile,
+Parameters (``-p NAME=VALUE`` or the environment variable): ``SKV`` (``GQA_SKV``, context length,
+default 1024), ``G`` (``GQA_G``, query heads per KV head, default 8), ``DHEAD`` (``GQA_DHEAD``, head
+dimension, default 64), ``TILE`` (``GQA_TILE``, K/V rows per tile, default 64), ``VARIANT``
+(``GQA_VARIANT``: ``opt1`` primitive ops per tile, ``opt2`` two composites per tile,
 ``opt3`` software-pipelined; default ``opt3``). Q is ``[G, d]`` f16, K and V ``[S_kv, d]`` f16
 (opt2 reads K from a transposed ``[d, S_kv]`` copy), the output ``[G, d]`` f32.
 With ``--data`` the bench checks the output against ``softmax(Q K^T / sqrt(d)) V`` in numpy.
@@ -15,9 +16,9 @@ import math
 import numpy as np
 
 from kernbench.benches._attention import K_TRANSPOSED, KERNELS, VARIANTS
-from kernbench.benches._params import env_choice, env_int
 from kernbench.runtime import DPPolicy
 from kernbench.runtime.bench import BenchError, bench
+from kernbench.runtime.params import Param
 
 
 def attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -27,14 +28,24 @@ def attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarr
     return (p / p.sum(axis=1, keepdims=True)) @ v.astype(np.float32)
 
 
-@bench(name="gqa-decode-single-pe", description="fused GQA flash-decode attention on one PE (GQA_* env)")
-def run(torch):
+PARAMS = (
+    Param("SKV", int, 1024, "context length (keys)", lo=1, hi=1 << 20, env="GQA_SKV"),
+    Param("G", int, 8, "query heads per KV head", lo=1, hi=64, env="GQA_G"),
+    Param("DHEAD", int, 64, "head dimension d", lo=1, hi=256, env="GQA_DHEAD"),
+    Param("TILE", int, 64, "K/V rows per tile", lo=1, hi=4096, env="GQA_TILE"),
+    Param("VARIANT", str, "opt3", "opt1 primitive ops per tile, opt2 two composites per tile, opt3 software-pipelined",
+          choices=VARIANTS, env="GQA_VARIANT"),
+)
+
+
+@bench(name="gqa-decode-single-pe", description="fused GQA flash-decode attention on one PE", params=PARAMS)
+def run(torch, p):
     """Deploy Q, K, V on one PE, run the chosen decode variant, verify in data mode."""
-    s_kv, g, d = env_int("GQA_SKV", 1024), env_int("GQA_G", 8), env_int("GQA_DHEAD", 64)
-    tile = env_int("GQA_TILE", 64)
-    variant = env_choice("GQA_VARIANT", "opt3", VARIANTS)
+    s_kv, g, d = p.SKV, p.G, p.DHEAD
+    tile = p.TILE
+    variant = p.VARIANT
     if variant in ("opt2", "opt3") and s_kv % tile:
-        raise BenchError(f"GQA_SKV={s_kv} must be a multiple of GQA_TILE={tile} for {variant}")
+        raise BenchError(f"SKV={s_kv} must be a multiple of TILE={tile} for {variant}")
     one = DPPolicy(num_cubes=1, num_pes=1)
     rng = np.random.default_rng(0)
     q_np = rng.standard_normal((g, d)).astype(np.float16)

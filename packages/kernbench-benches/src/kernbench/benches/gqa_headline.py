@@ -8,7 +8,8 @@ All panels use G = 8 query heads on one KV head, d = 64, seeded random float16 i
 - ``decode_c4_p8``: decode, four users, S = 128, ``cube_sp_pe_sp`` over 2 cubes x 8 PEs per user (the
   two-level reduce inside each user's group).
 
-Environment: ``GQA_PANELS`` (comma-separated panel names, default all four). Metrics, per panel
+Parameters: ``PANELS`` (``-p PANELS=...`` or ``GQA_PANELS``; comma-separated panel names,
+default all four). Metrics, per panel
 ``<panel>.``: ``latency_ns`` (first PE start to last PE end of the panel's launches),
 ``pes_active``, ``ipcq_intra_cube``, ``ipcq_inter_cube``, ``kv_bytes``, ``op.*`` (gemm, math,
 dma_read, dma_write, ipcq_copy) and ``occupancy_ns.*`` (pe_dma, pe_fetch_store, pe_gemm,
@@ -17,12 +18,12 @@ pe_math, pe_cpu). With ``--data`` every panel is checked against numpy.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from kernbench.benches.attention import AttentionResult, gqa_decode, gqa_prefill
 from kernbench.benches.attention.benchkit import check, inputs, report
 from kernbench.runtime.bench import BenchError, bench
+from kernbench.runtime.params import Param
 
 
 @dataclass(frozen=True)
@@ -59,14 +60,18 @@ def run_panel(torch, panel: Panel) -> AttentionResult:
     return result
 
 
-@bench(name="gqa-headline", description="the fused-GQA study's four headline panels (GQA_PANELS env)")
-def run(torch):
+PARAMS = (Param("PANELS", str, ",".join(p.name for p in PANELS), "comma-separated panel names to run",
+                env="GQA_PANELS"),)
+
+
+@bench(name="gqa-headline", description="the fused-GQA study's four headline panels", params=PARAMS)
+def run(torch, p):
     """Run the selected panels one after another on the same device and report each one's metrics."""
-    known = {p.name: p for p in PANELS}
-    names = [n for n in os.environ.get("GQA_PANELS", ",".join(known)).split(",") if n]
+    known = {panel.name: panel for panel in PANELS}
+    names = [n for n in p.PANELS.split(",") if n]
     unknown = [n for n in names if n not in known]
     if unknown or not names:
-        raise BenchError(f"GQA_PANELS={os.environ.get('GQA_PANELS')!r}: unknown panel(s) {', '.join(unknown)}; "
+        raise BenchError(f"PANELS={p.PANELS!r}: unknown panel(s) {', '.join(unknown)}; "
                          f"use a comma-separated subset of {', '.join(known)}")
     for name in names:
         report(torch, run_panel(torch, known[name]), prefix=f"{name}.")

@@ -1,6 +1,7 @@
 """Fused causal GQA prefill across PEs and cubes (``kernbench.benches.attention.gqa_prefill``).
 
-Environment: ``GQA_MODE`` (``short`` or ``ring``; default ``ring``), ``GQA_USERS`` (users C,
+Parameters (``-p NAME=VALUE``, or the environment variable ``GQA_NAME``):
+``GQA_MODE`` (``short`` or ``ring``; default ``ring``), ``GQA_USERS`` (users C,
 default 1), ``GQA_PES`` (PEs per cube, default 1), ``GQA_CUBES`` (cubes per user, default 4 for ``ring``
 and 1 for ``short``),
 ``GQA_TQ`` (query rows per head, default 16), ``GQA_SKV`` (keys S, default 64). Eight query
@@ -12,19 +13,29 @@ against numpy. Metrics as for ``gqa-decode``: ``latency_ns``, ``pes_active``,
 
 from __future__ import annotations
 
-from kernbench.benches._params import env_choice, env_int
 from kernbench.benches.attention import MODES, gqa_prefill
 from kernbench.benches.attention.benchkit import check, inputs, report
 from kernbench.runtime.bench import bench
+from kernbench.runtime.params import Param
+
+PARAMS = (
+    Param("MODE", str, "ring", "short (heads over cubes) or ring (KV blocks rotate round a cube ring)", choices=MODES,
+          env="GQA_MODE"),
+    Param("USERS", int, 1, "users C (batch)", lo=1, hi=32, env="GQA_USERS"),
+    Param("PES", int, 1, "PEs per cube", lo=1, hi=8, env="GQA_PES"),
+    Param("CUBES", int, 0, "cubes per user (0: 4 for ring, 1 for short)", lo=0, hi=32, env="GQA_CUBES"),
+    Param("TQ", int, 16, "query rows per head", lo=1, hi=1 << 16, env="GQA_TQ"),
+    Param("SKV", int, 64, "keys per head S", lo=1, hi=1 << 20, env="GQA_SKV"),
+)
 
 
-@bench(name="gqa-prefill", description="fused causal GQA prefill, short or ring mode (GQA_* env)")
-def run(torch):
-    """Prefill ``GQA_TQ`` rows per head for each user; verify in data mode; report the window."""
-    mode = env_choice("GQA_MODE", "ring", MODES)
-    users, pes = env_int("GQA_USERS", 1), env_int("GQA_PES", 1)
-    cubes = env_int("GQA_CUBES", 4 if mode == "ring" else 1)  # short: the one KV head stays on one cube
-    tq, s = env_int("GQA_TQ", 16), env_int("GQA_SKV", 64)
+@bench(name="gqa-prefill", description="fused causal GQA prefill, short or ring mode", params=PARAMS)
+def run(torch, p):
+    """Prefill ``TQ`` rows per head for each user; verify in data mode; report the window."""
+    mode = p.MODE
+    users, pes = p.USERS, p.PES
+    cubes = p.CUBES or (4 if mode == "ring" else 1)  # short: the one KV head stays on one cube
+    tq, s = p.TQ, p.SKV
     q, k, v = inputs(users, 8, 1, tq, s, 64)
     result = gqa_prefill(torch, q, k, v, mode=mode, pes=pes, cubes=cubes)
     report(torch, result)

@@ -1,24 +1,31 @@
 """The QKV projection sharded over PEs and cubes: tokens split row-wise, the weight replicated.
 
-Environment: ``QKV_SEQ`` (tokens, default 1024), ``QKV_DIM`` (default 256), ``QKV_CUBES``
-(default 4), ``QKV_PES`` (PEs per cube, default 8). Every PE projects its own rows.
+Parameters: ``SEQ`` (``QKV_SEQ``, tokens, default 1024), ``DIM`` (``QKV_DIM``, default 256),
+``CUBES`` (``QKV_CUBES``, default 4), ``PES`` (``QKV_PES``, PEs per cube, default 8). Every PE projects its own rows.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from kernbench.benches._params import env_int
 from kernbench.benches.matmul_composite import composite_kernel
 from kernbench.runtime import DPPolicy
 from kernbench.runtime.bench import bench
+from kernbench.runtime.params import Param
+
+PARAMS = (
+    Param("SEQ", int, 1024, "tokens (rows of X, split over every PE)", lo=1, hi=65536, env="QKV_SEQ"),
+    Param("DIM", int, 256, "model width D (the weight is D x 3D, on every PE)", lo=1, hi=4096, env="QKV_DIM"),
+    Param("CUBES", int, 4, "cubes the tokens are split over", lo=1, hi=32, env="QKV_CUBES"),
+    Param("PES", int, 8, "PEs per cube the tokens are split over", lo=1, hi=32, env="QKV_PES"),
+)
 
 
-@bench(name="qkv-gemm-multi-pe", description="QKV projection sharded row-wise over cubes and PEs")
-def run(torch):
-    """Shard X over QKV_CUBES x QKV_PES PEs, replicate W, project on every PE at once."""
-    s, d = env_int("QKV_SEQ", 1024), env_int("QKV_DIM", 256)
-    cubes, pes = env_int("QKV_CUBES", 4), env_int("QKV_PES", 8)
+@bench(name="qkv-gemm-multi-pe", description="QKV projection sharded row-wise over cubes and PEs", params=PARAMS)
+def run(torch, p):
+    """Shard X over CUBES x PES PEs, replicate W, project on every PE at once."""
+    s, d = p.SEQ, p.DIM
+    cubes, pes = p.CUBES, p.PES
     rows = DPPolicy(cube="row_wise", pe="row_wise", num_cubes=cubes, num_pes=pes)
     everywhere = DPPolicy(num_cubes=cubes, num_pes=pes)
     rng = np.random.default_rng(0)

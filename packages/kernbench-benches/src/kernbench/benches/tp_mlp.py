@@ -1,7 +1,7 @@
 """Tensor-parallel MLP ``Z = relu(X W1) W2`` across every SIP (Megatron column- then row-parallel).
 
-Environment: ``TP_TOKENS`` (rows of X, default 64), ``TP_HIDDEN`` (K, default 64),
-``TP_FFN`` (N, default 96; a multiple of the SIP count). Each rank holds X, its column
+Parameters: ``TOKENS`` (``TP_TOKENS``, rows of X, default 64), ``HIDDEN`` (``TP_HIDDEN``, K,
+default 64), ``FFN`` (``TP_FFN``, N, default 96; a multiple of the SIP count). Each rank holds X, its column
 block of W1 and row block of W2 on PE 0 of its first cube; the row-parallel layer ends in
 one all-reduce. With ``--data`` every rank's Z is checked against numpy. Reported metric:
 ``allreduce_ns`` of that all-reduce.
@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 import kernbench.ccl  # noqa: F401  (adds torch.distributed and torch.multiprocessing)
-from kernbench.benches._params import env_int
 from kernbench.ccl import collective_span_ns
 from kernbench.ccl.tp import TP_POLICY, ParallelMLP
 from kernbench.runtime.bench import BenchError, bench
+from kernbench.runtime.params import Param
 
 
 def mlp_reference(x: np.ndarray, w1: np.ndarray, w2: np.ndarray) -> np.ndarray:
@@ -23,10 +23,18 @@ def mlp_reference(x: np.ndarray, w1: np.ndarray, w2: np.ndarray) -> np.ndarray:
     return np.maximum(x.astype(np.float32) @ w1.astype(np.float32), 0) @ w2.astype(np.float32)
 
 
-@bench(name="tp-mlp", description="tensor-parallel MLP over every SIP, one all-reduce (TP_* env)")
-def run(torch):
+PARAMS = (
+    Param("TOKENS", int, 64, "rows of X", lo=1, hi=4096, env="TP_TOKENS"),
+    Param("HIDDEN", int, 64, "model width K (columns of X)", lo=1, hi=4096, env="TP_HIDDEN"),
+    Param("FFN", int, 96, "feed-forward width N, split over the ranks (a multiple of the SIP count)", lo=1,
+          hi=16384, env="TP_FFN"),
+)
+
+
+@bench(name="tp-mlp", description="tensor-parallel MLP over every SIP, one all-reduce", params=PARAMS)
+def run(torch, p):
     """Spawn one rank per SIP, run the parallel MLP, verify against numpy in data mode."""
-    m, k, n = env_int("TP_TOKENS", 64), env_int("TP_HIDDEN", 64), env_int("TP_FFN", 96)
+    m, k, n = p.TOKENS, p.HIDDEN, p.FFN
     world = torch.spec.system.sips.count
     rng = np.random.default_rng(0)
     x = (rng.standard_normal((m, k)) * 0.5).astype(np.float16)

@@ -1,7 +1,8 @@
 """Virtual addressing across shards: every PE reads its neighbour's shard through its MMU.
 
-A row-wise sharded tensor X lives on ``VA_CUBES`` cubes x ``VA_PES`` PEs (defaults 2 x 4),
-``VA_ROWS`` rows of ``VA_COLS`` f16 values per PE (defaults 64 x 128). PE ``i`` reads shard
+A row-wise sharded tensor X lives on ``CUBES`` cubes x ``PES`` PEs (``VA_CUBES``, ``VA_PES``;
+defaults 2 x 4), ``ROWS`` rows of ``COLS`` f16 values per PE (``VA_ROWS``, ``VA_COLS``; defaults
+64 x 128). PE ``i`` reads shard
 ``i+1`` (wrapping) with ``tl.global_ref`` block addressing and writes it to its own shard of Y.
 With ``--data`` the bench checks Y == roll(X) and fails if any element differs.
 """
@@ -10,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernbench.benches._params import env_int
 from kernbench.runtime import DPPolicy
 from kernbench.runtime.bench import BenchError, bench
+from kernbench.runtime.params import Param
 
 
 def neighbour_copy(tl, x, y):
@@ -26,11 +27,19 @@ def neighbour_copy(tl, x, y):
     tl.store(y, tl.load(whole[src * rows:(src + 1) * rows, :]))
 
 
-@bench(name="va-offset-verify", description="each PE reads its neighbour's shard by virtual address")
-def run(torch):
+PARAMS = (
+    Param("CUBES", int, 2, "cubes holding X", lo=1, hi=32, env="VA_CUBES"),
+    Param("PES", int, 4, "PEs per cube holding X", lo=1, hi=32, env="VA_PES"),
+    Param("ROWS", int, 64, "rows of X per PE", lo=1, hi=4096, env="VA_ROWS"),
+    Param("COLS", int, 128, "columns of X (f16)", lo=1, hi=4096, env="VA_COLS"),
+)
+
+
+@bench(name="va-offset-verify", description="each PE reads its neighbour's shard by virtual address", params=PARAMS)
+def run(torch, p):
     """Deploy X and Y row-wise, run the neighbour copy, verify in data mode."""
-    cubes, pes = env_int("VA_CUBES", 2), env_int("VA_PES", 4)
-    rows, cols = env_int("VA_ROWS", 64), env_int("VA_COLS", 128)
+    cubes, pes = p.CUBES, p.PES
+    rows, cols = p.ROWS, p.COLS
     n = cubes * pes
     policy = DPPolicy(cube="row_wise", pe="row_wise", num_cubes=cubes, num_pes=pes)
     r, c = np.indices((n * rows, cols))

@@ -1,7 +1,8 @@
 """kernbench.ccl — collectives: neighbour tables, the rank = SIP launcher, the ``ahbm`` backend, tensor parallelism.
 
-Importing this package adds four namespaces to every
-:class:`~kernbench.runtime.context.RuntimeContext` (a bench's ``torch``):
+Installing this package adds, through the entry-point group
+``kernbench.runtime_extensions`` (no import needed), these namespaces to
+every :class:`~kernbench.runtime.context.RuntimeContext` (a bench's ``torch``):
 ``torch.distributed`` (:class:`~kernbench.ccl.distributed.DistributedContext`),
 ``torch.multiprocessing`` (:class:`~kernbench.ccl.launcher.Launcher`),
 ``torch.ahbm`` / ``torch.accelerator``
@@ -12,6 +13,7 @@ direction outside a process group, e.g. ring attention over a cube ring).
 """
 
 from functools import partial
+from importlib import metadata as _metadata
 
 from kernbench.ccl.config import AlgorithmConfig, CclConfigError
 from kernbench.ccl.distributed import (
@@ -26,22 +28,17 @@ from kernbench.ccl.distributed import (
 from kernbench.ccl.install import Installation, install
 from kernbench.ccl.launcher import DeviceApi, Launcher
 from kernbench.ccl.neighbours import NeighbourError
-from kernbench.runtime import EXTENSIONS
+
+__version__ = _metadata.version("kernbench-ccl")
 
 
-def _install_factory(ctx):
-    """``torch.install_ipcq``: :func:`install` bound to the context."""
+def install_extension(ctx):
+    """``torch.install_ipcq``: :func:`install` bound to the context (a runtime extension)."""
     return partial(install, ctx)
 
-
-EXTENSIONS.register("distributed", DistributedContext)
-EXTENSIONS.register("multiprocessing", Launcher)
-EXTENSIONS.register("ahbm", DeviceApi)
-EXTENSIONS.register("accelerator", DeviceApi)
-EXTENSIONS.register("install_ipcq", _install_factory)
 
 __all__ = [
     "AlgorithmConfig", "CclConfigError", "CollectiveError", "DeviceApi", "DistributedContext", "Installation",
     "Launcher", "NeighbourError", "NotInitializedError", "ReduceOp", "UnsupportedBackendError",
-    "UnsupportedOpError", "collective_span_ns", "install",
+    "UnsupportedOpError", "__version__", "collective_span_ns", "install", "install_extension",
 ]

@@ -8,6 +8,7 @@ does) does not load the whole package and its composition root.
 from __future__ import annotations
 
 import importlib
+from importlib import metadata as _metadata
 
 _EXPORTS = {
     "BUILTIN": "kernbench.components.registry",
@@ -29,6 +30,8 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
+
+__version__ = _metadata.version("kernbench-components")
 
 
 def __getattr__(name: str):

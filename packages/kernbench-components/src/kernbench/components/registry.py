@@ -1,6 +1,17 @@
-"""The built-in component implementations by name, and their message kinds: the composition root."""
+"""The built-in component implementations by name, and their message kinds: the composition root.
+
+Installed distributions add implementations through the entry-point group
+``kernbench.components`` (``name = "package.module:Class"``); a topology then
+binds a node type to that name in its ``components:`` section. A plugin that
+fails to load, or that reuses a built-in name, is reported (a
+:class:`PluginWarning` naming it and the reason) and skipped.
+"""
 
 from __future__ import annotations
+
+import warnings
+from functools import lru_cache
+from importlib import metadata
 
 from kernbench.components.forwarding import Forwarding, PcieEndpoint
 from kernbench.components.host import HostCpu
@@ -42,6 +53,37 @@ BUILTIN = (
 MESSAGES = (LAUNCH_KIND, MMU_MAP_KIND)
 
 
-def default_registry() -> ComponentRegistry:
-    """A fresh registry holding every built-in implementation and message kind."""
-    return ComponentRegistry(BUILTIN, MESSAGES)
+ENTRY_POINT_GROUP = "kernbench.components"
+
+
+class PluginWarning(UserWarning):
+    """An installed component plugin was skipped (it failed to load or reuses a built-in name)."""
+
+
+@lru_cache(maxsize=1)
+def plugin_components() -> tuple[tuple[tuple[str, object], ...], tuple[str, ...]]:
+    """The installed component plugins ``(name, factory)`` and the problems of those skipped (loaded once)."""
+    builtin = {name for name, _ in BUILTIN}
+    found, problems = [], []
+    for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name, e.value)):
+        if ep.name in builtin or any(ep.name == n for n, _ in found):
+            problems.append(f"component plugin {ep.name!r} ({ep.value}) was skipped: the name is already taken")
+            continue
+        try:
+            found.append((ep.name, ep.load()))
+        except Exception as exc:  # a broken plugin must not break every simulation
+            problems.append(f"component plugin {ep.name!r} ({ep.value}) was skipped: {type(exc).__name__}: {exc}")
+    return tuple(found), tuple(problems)
+
+
+def default_registry(plugins: bool = True) -> ComponentRegistry:
+    """A fresh registry holding every built-in implementation and message kind, plus (with ``plugins``) every
+    installed component plugin."""
+    registry = ComponentRegistry(BUILTIN, MESSAGES)
+    if plugins:
+        found, problems = plugin_components()
+        for name, factory in found:
+            registry.register(name, factory)
+        for problem in problems:
+            warnings.warn(problem, PluginWarning, stacklevel=2)
+    return registry

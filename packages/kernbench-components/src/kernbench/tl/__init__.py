@@ -6,6 +6,8 @@ command-list mode with :func:`record`, which returns the PE commands a kernel
 would issue without simulating time.
 """
 
+from importlib import metadata as _metadata
+
 from kernbench.tl.build import DescriptorTooLarge
 from kernbench.tl.context import TLContext, record
 from kernbench.tl.issue import KernelHost
@@ -16,3 +18,5 @@ __all__ = [
     "DescriptorTooLarge", "KernelHost", "ScratchOverflowError", "TLContext", "TLError", "TensorArg",
     "TensorHandle", "record",
 ]
+
+__version__ = _metadata.version("kernbench-components")

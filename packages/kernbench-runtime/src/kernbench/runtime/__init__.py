@@ -1,19 +1,17 @@
-"""kernbench.runtime — the host API: tensors, placement, allocators, launches, sessions."""
+"""kernbench.runtime — the host API: tensors, placement, allocators, launches, sessions, bench parameters."""
+
+from importlib import metadata as _metadata
 
 from kernbench.runtime.allocator import AllocationError, FreeList, PEMemAllocator, VirtualAllocator
-from kernbench.runtime.context import (
-    EXTENSIONS,
-    ExtensionRegistry,
-    LaunchHandle,
-    RuntimeApiError,
-    RuntimeContext,
-    Tensor,
-    session,
-)
+from kernbench.runtime.context import LaunchHandle, RuntimeApiError, RuntimeContext, Tensor, session
+from kernbench.runtime.extensions import EXTENSIONS, ExtensionError, ExtensionRegistry
+from kernbench.runtime.params import BenchParams, Param, ParamError
 from kernbench.runtime.placement import DPPolicy, PolicyError, Shard, resolve_shards
 
+__version__ = _metadata.version("kernbench-runtime")
+
 __all__ = [
-    "EXTENSIONS", "AllocationError", "DPPolicy", "ExtensionRegistry", "FreeList", "LaunchHandle", "PEMemAllocator",
-    "PolicyError", "RuntimeApiError",
-    "RuntimeContext", "Shard", "Tensor", "VirtualAllocator", "resolve_shards", "session",
+    "EXTENSIONS", "AllocationError", "BenchParams", "DPPolicy", "ExtensionError", "ExtensionRegistry", "FreeList",
+    "LaunchHandle", "PEMemAllocator", "Param", "ParamError", "PolicyError", "RuntimeApiError", "RuntimeContext",
+    "Shard", "Tensor", "VirtualAllocator", "__version__", "resolve_shards", "session",
 ]

@@ -1,16 +1,23 @@
 """Bench registration, discovery and the runner behind ``kernbench run``.
 
-A bench is a function ``run(torch)`` decorated with
-``@bench(name="kebab-case", description="...")`` in a module of a bench
-package (by default ``kernbench.benches``). :func:`discover` imports every
-module of the package whose name does not start with ``_`` and audits that
-each registered at least one bench (sub-packages are libraries benches use,
-not benches, and are skipped); benches are listed alphabetically with
-1-based indices and resolved by name or index. Parameters come from
-environment variables that the module docstring lists.
+A bench is a function decorated with ``@bench(name="kebab-case",
+description="...", params=(Param(...), ...))``: ``run(torch)`` when it
+declares no parameters, ``run(torch, p)`` when it does (``p`` holds the
+resolved values, see :mod:`kernbench.runtime.params`).
 
-:func:`run_bench` gives the bench a fresh :class:`RuntimeContext`, runs it,
-waits for every launch, and summarises the op log (see :class:`BenchResult`).
+Benches are found through the entry-point group ``kernbench.benches``: each
+entry names a module (its benches) or a package (every module of it whose
+name does not start with ``_``; sub-packages are libraries and are skipped).
+``kernbench-benches`` registers ``kernbench.benches`` there; any installed
+distribution can add its own. An entry that fails to import or registers
+nothing is reported by name and skipped; it never breaks the others.
+:func:`discover` with an explicit package skips entry points (tests,
+embedding). Benches are listed alphabetically with 1-based indices and
+resolved by name or index.
+
+:func:`run_bench` checks the parameters, gives the bench a fresh
+:class:`RuntimeContext`, runs it, waits for every launch, and summarises the
+op log (see :class:`BenchResult`).
 """
 
 from __future__ import annotations
@@ -18,16 +25,20 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib import metadata
 
 from kernbench.runtime.context import RuntimeContext
+from kernbench.runtime.params import Param, resolve
 from kernbench.topology import TopologyGraph
 from kernbench.topology import naming as nm
 from kernbench.topology.errors import KernbenchError
 
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _MARK = "__kernbench_bench__"
+ENTRY_POINT_GROUP = "kernbench.benches"
+BUILTIN_PACKAGE = "kernbench.benches"
 
 
 class BenchError(KernbenchError):
@@ -36,43 +47,49 @@ class BenchError(KernbenchError):
 
 @dataclass(frozen=True)
 class BenchInfo:
-    """A registered bench: its name, description, function and module."""
+    """A registered bench: its name, description, function, module, declared parameters and module docstring."""
 
     name: str
     description: str
     fn: Callable = field(repr=False)
     module: str
-    params: str = ""
+    params: tuple[Param, ...] = ()
+    doc: str = ""
 
 
-def bench(name: str, description: str) -> Callable[[Callable], Callable]:
-    """Mark ``run(torch)`` as a bench called ``name`` (kebab-case) with a one-line description."""
+def bench(name: str, description: str, params: tuple[Param, ...] = ()) -> Callable[[Callable], Callable]:
+    """Mark ``run(torch)`` (or ``run(torch, p)`` with ``params``) as a bench called ``name`` (kebab-case) with a
+    one-line description."""
     if not isinstance(name, str) or not _NAME.match(name):
         raise BenchError(f"bench name {name!r} must be kebab-case (lowercase words joined by '-')")
     if not isinstance(description, str) or not description.strip():
         raise BenchError(f"bench {name!r} needs a non-empty description")
+    params = tuple(params)
+    if not all(isinstance(p, Param) for p in params) or len({p.name for p in params}) != len(params):
+        raise BenchError(f"bench {name!r}: params must be Param objects with distinct names")
 
     def mark(fn: Callable) -> Callable:
-        setattr(fn, _MARK, (name, description))
+        setattr(fn, _MARK, (name, description, params))
         return fn
 
     return mark
 
 
 class BenchRegistry:
-    """The benches of one package, sorted by name (index = position + 1)."""
+    """The benches found, sorted by name (index = position + 1), and the plugins that could not be loaded."""
 
-    def __init__(self, benches: list[BenchInfo]) -> None:
+    def __init__(self, benches: list[BenchInfo], problems: list[str] | None = None) -> None:
         names = [b.name for b in benches]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise BenchError(f"bench name(s) registered twice: {', '.join(dupes)}")
         self.benches = sorted(benches, key=lambda b: b.name)
+        self.problems = list(problems or [])
 
     def resolve(self, key: str | int) -> BenchInfo:
         """A bench by name or by 1-based index (as listed by ``kernbench list``)."""
         text = str(key)
-        if text.isdigit():
+        if text.isascii() and text.isdigit():
             i = int(text)
             if 1 <= i <= len(self.benches):
                 return self.benches[i - 1]
@@ -83,25 +100,63 @@ class BenchRegistry:
         raise BenchError(f"unknown bench {key!r}; valid benches: {valid}")
 
 
-def discover(package: str = "kernbench.benches") -> BenchRegistry:
-    """Import every non-``_`` module of ``package`` and collect its benches (each module must have one; sub-packages
-    are libraries and are skipped)."""
+def _benches_of(module) -> list[BenchInfo]:
+    marked = [(getattr(obj, _MARK), obj) for obj in vars(module).values()
+              if callable(obj) and hasattr(obj, _MARK) and obj.__module__ == module.__name__]
+    return [BenchInfo(n, d, fn, module.__name__, p, (module.__doc__ or "").strip()) for (n, d, p), fn in marked]
+
+
+def _collect(target: str) -> list[BenchInfo]:
+    """The benches of a module, or of every bench module of a package."""
     try:
-        pkg = importlib.import_module(package)
+        root = importlib.import_module(target)
     except ImportError as exc:
-        raise BenchError(f"bench package {package!r} cannot be imported: {exc}") from None
+        raise BenchError(f"bench package {target!r} cannot be imported: {exc}") from None
+    if not hasattr(root, "__path__"):  # a single module
+        found = _benches_of(root)
+        if not found:
+            raise BenchError(f"bench module {target} registers no bench; decorate its run(torch) with @bench")
+        return found
     found: list[BenchInfo] = []
-    for mod_info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+    for mod_info in sorted(pkgutil.iter_modules(root.__path__), key=lambda m: m.name):
         if mod_info.name.startswith("_") or mod_info.ispkg:  # sub-packages are libraries (attention, studies)
             continue
-        module = importlib.import_module(f"{package}.{mod_info.name}")
-        marked = [(getattr(obj, _MARK), obj) for obj in vars(module).values()
-                  if callable(obj) and hasattr(obj, _MARK) and obj.__module__ == module.__name__]
-        if not marked:
+        module = importlib.import_module(f"{target}.{mod_info.name}")
+        benches = _benches_of(module)
+        if not benches:
             raise BenchError(f"bench module {module.__name__} registers no bench; decorate its run(torch) with "
                              f"@bench or rename the module with a leading '_' if it is a helper")
-        found += [BenchInfo(n, d, fn, module.__name__, (module.__doc__ or "").strip()) for (n, d), fn in marked]
-    return BenchRegistry(found)
+        found += benches
+    return found
+
+
+def discover(package: str | None = None) -> BenchRegistry:
+    """Every installed bench (entry points of ``kernbench.benches``), or only those of ``package``.
+
+    With entry points, a plugin that fails to load is recorded in
+    :attr:`BenchRegistry.problems` (by entry-point name and reason) and
+    skipped. When no entry point is installed at all (a source tree on
+    ``sys.path``), the built-in ``kernbench.benches`` package is used.
+    """
+    if package is not None:
+        return BenchRegistry(_collect(package))
+    found: list[BenchInfo] = []
+    problems: list[str] = []
+    entries = sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+    targets = [(e.name, e.value) for e in entries] or [("builtin", BUILTIN_PACKAGE)]
+    seen: set[str] = set()
+    for name, target in targets:
+        if target in seen:  # the same distribution visible twice (e.g. an editable and a regular install)
+            continue
+        seen.add(target)
+        try:
+            found += _collect(target)
+        except Exception as exc:  # a broken plugin must not break the CLI
+            problems.append(f"bench plugin {name!r} ({target}) was skipped: {type(exc).__name__}: {exc}")
+    try:
+        return BenchRegistry(found, problems)
+    except BenchError as exc:
+        raise BenchError(f"{exc}; two installed bench plugins use the same name") from None
 
 
 STAGE_OPS = {
@@ -138,6 +193,7 @@ class BenchResult:
     error: str | None = None
     events: int = 0
     metrics: dict = field(default_factory=dict)
+    params: dict = field(default_factory=dict)
     records: list = field(default_factory=list, repr=False)
     engine: object = field(default=None, repr=False, compare=False)  # the run's GraphEngine, for inspection
 
@@ -146,7 +202,7 @@ class BenchResult:
         return {"bench": self.bench, "ok": self.ok, "error_code": self.error_code, "device": self.device,
                 "latency_ns": self.latency_ns, "op_counts": self.op_counts, "engines": self.engines,
                 "stages": self.stages, "pe_exec_start_ns": self.pe_exec_start_ns, "error": self.error,
-                "events": self.events, "metrics": self.metrics}
+                "events": self.events, "metrics": self.metrics, "params": self.params}
 
 
 def summarize(name: str, device: int, records: list) -> BenchResult:
@@ -166,16 +222,29 @@ def summarize(name: str, device: int, records: list) -> BenchResult:
                        records=records)
 
 
-def run_bench(info: BenchInfo, graph: TopologyGraph, device: int = 0, *, data: bool = False) -> BenchResult:
-    """Run one bench on one device in a fresh runtime and summarise it (``events`` = SimPy events processed)."""
+def run_bench(info: BenchInfo, graph: TopologyGraph, device: int = 0, *, data: bool = False,
+              params: Mapping[str, str] | None = None, observe: Callable | None = None) -> BenchResult:
+    """Run one bench on one device in a fresh runtime and summarise it (``events`` = SimPy events processed).
+
+    ``params`` (``NAME -> text``, as ``-p`` gives them) are checked before
+    anything runs; ``observe(engine)`` is called with the run's engine before
+    the bench starts (progress displays read its clock and event count).
+    """
+    values = resolve(info.name, info.params, params)
     torch = RuntimeContext(graph, device=device, data=data)
+    if observe is not None:
+        observe(torch.engine)
     error: KernbenchError | None = None
     try:
-        info.fn(torch)
+        if info.params:
+            info.fn(torch, values)
+        else:
+            info.fn(torch)
         torch.wait_all()
     except KernbenchError as exc:
         error = exc
     result = summarize(info.name, device, list(torch.oplog.records))
+    result.params = dict(values)
     result.events = torch.engine.events
     result.engine = torch.engine
     result.metrics = dict(torch.metrics)

@@ -37,10 +37,12 @@ from kernbench.components.dtypes import DTYPES
 from kernbench.components.launch import KernelLaunchMsg, LaunchResult
 from kernbench.components.pe.mmu import MmuMapMsg
 from kernbench.runtime.allocator import FreeList, PEMemAllocator, VirtualAllocator
+from kernbench.runtime.extensions import EXTENSIONS, ExtensionRegistry
 from kernbench.runtime.placement import DPPolicy, Shard, resolve_shards
 from kernbench.sim import ComponentRegistry, GraphEngine, MemoryReadMsg, MemoryWriteMsg, Request
+from kernbench.sim.links import LinkRecord, link_records
 from kernbench.tl import TensorArg
-from kernbench.topology import TopologyGraph, load_topology
+from kernbench.topology import TopologyGraph, resolve
 from kernbench.topology import naming as nm
 from kernbench.topology.address import PhysAddr
 from kernbench.topology.errors import KernbenchError
@@ -97,39 +99,6 @@ def _shard_shape(shape: tuple[int, ...], shard: Shard) -> tuple[int, ...]:
     return rows, cols
 
 
-ExtensionFactory = Callable[["RuntimeContext"], object]
-
-
-class ExtensionRegistry:
-    """Named host-API namespaces that other packages add to every :class:`RuntimeContext`.
-
-    ``kernbench.ccl`` registers ``distributed``, ``multiprocessing``, ``ahbm``
-    and ``accelerator`` here when imported; ``torch.<name>`` then builds the
-    namespace for that context on first use. This is the only way a higher
-    package extends the runtime, so the runtime never imports them.
-    """
-
-    __slots__ = ("_factories",)
-
-    def __init__(self) -> None:
-        self._factories: dict[str, ExtensionFactory] = {}
-
-    def register(self, name: str, factory: ExtensionFactory) -> None:
-        """Add a namespace; registering the same factory twice is harmless, a different one is an error."""
-        if self._factories.get(name, factory) is not factory:
-            raise RuntimeApiError(f"runtime extension {name!r} is already registered by another package")
-        self._factories[name] = factory
-
-    def get(self, name: str) -> ExtensionFactory | None:
-        """The factory of ``name``, or None."""
-        return self._factories.get(name)
-
-
-#: The registry every RuntimeContext consults for ``torch.<name>`` namespaces.
-EXTENSIONS = ExtensionRegistry()
-_EXTENSION_HINTS = {"distributed": "kernbench.ccl", "multiprocessing": "kernbench.ccl", "ahbm": "kernbench.ccl",
-                    "accelerator": "kernbench.ccl"}
-
 #: Waits a host thread of control may hand to a scheduler: returns True when it waited for the requests itself.
 WaitHook = Callable[[list[Request]], bool]
 
@@ -143,7 +112,8 @@ class RuntimeContext:
     """
 
     def __init__(self, graph: TopologyGraph, *, device: int = 0, data: bool = False,
-                 registry: ComponentRegistry | None = None, trace: bool = False, virtual: bool = True) -> None:
+                 registry: ComponentRegistry | None = None, trace: bool = False, virtual: bool = True,
+                 extensions: ExtensionRegistry | None = None) -> None:
         self.graph = graph
         self._check_device(device)
         self._default_device = device
@@ -156,6 +126,7 @@ class RuntimeContext:
         self._tensors: list[Tensor] = []
         self._launches: list[LaunchHandle] = []
         self._extensions: dict[str, object] = {}
+        self._extension_registry = extensions if extensions is not None else EXTENSIONS
         self.wait_hook: WaitHook | None = None
         self.metrics: dict[str, float] = {}  # named results a bench reports (see report_metric)
 
@@ -164,18 +135,20 @@ class RuntimeContext:
         self.metrics[name] = float(value)
 
     def __getattr__(self, name: str):
-        """``torch.distributed`` and other namespaces registered in :data:`EXTENSIONS`."""
+        """``torch.distributed`` and the other runtime extensions (see :mod:`kernbench.runtime.extensions`)."""
         if name.startswith("_"):
             raise AttributeError(name)
         ext = self.__dict__.get("_extensions")
-        if ext is not None and name in ext:
+        registry = self.__dict__.get("_extension_registry")
+        if ext is None or registry is None:
+            raise AttributeError(name)
+        if name in ext:
             return ext[name]
-        factory = EXTENSIONS.get(name)
+        factory = registry.get(name)
         if factory is None:
-            hint = _EXTENSION_HINTS.get(name)
-            if hint:
-                raise AttributeError(f"torch.{name} is provided by the {hint} package; import {hint} first")
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}, and no installed package "
+                                 f"provides a runtime extension of that name (entry-point group "
+                                 f"kernbench.runtime_extensions; available: {', '.join(registry.names()) or 'none'})")
         ext[name] = value = factory(self)
         return value
 
@@ -248,6 +221,12 @@ class RuntimeContext:
     def oplog(self):
         """The engine's op log."""
         return self.engine.oplog
+
+    def link_stats(self, include_idle: bool = False) -> list[LinkRecord]:
+        """Per-link traffic of everything simulated so far: bytes, packets, busy ns and utilisation over the run
+        window ``[0, now_ns]``, one record per directed link that carried traffic (every link with
+        ``include_idle``); see :mod:`kernbench.sim.links`."""
+        return link_records(self.engine, include_idle)
 
     def _allocator(self, sip: int, cube: int, pe: int) -> PEMemAllocator:
         key = (sip, cube, pe)
@@ -442,10 +421,14 @@ class RuntimeContext:
 
 
 @contextlib.contextmanager
-def session(topology: str | Path | TopologyGraph, device: int = 0, data: bool = False,
+def session(topology: str | Path | TopologyGraph | None = None, device: int = 0, data: bool = False,
             trace: bool = False) -> Iterator[RuntimeContext]:
-    """``with session("topologies/topology.yaml", device=0, data=True) as torch: ...`` for scripts and notebooks."""
-    graph = topology if isinstance(topology, TopologyGraph) else load_topology(topology)
+    """``with session(device=0, data=True) as torch: ...`` for scripts and notebooks.
+
+    ``topology`` is a compiled graph, a YAML file, the name of a builtin
+    topology, or None for the builtin default (it works from any folder).
+    """
+    graph = topology if isinstance(topology, TopologyGraph) else resolve(topology)
     ctx = RuntimeContext(graph, device=device, data=data, trace=trace)
     try:
         yield ctx

@@ -1,5 +1,7 @@
 """kernbench.sim — the discrete-event engine, fabric, op log, message kinds and component registry."""
 
+from importlib import metadata as _metadata
+
 from kernbench.sim.component import Component, ComponentRegistry
 from kernbench.sim.engine import GraphEngine, LinkStats, Request
 from kernbench.sim.errors import ComponentError, DeadlockError, MessageError
@@ -15,7 +17,27 @@ from kernbench.sim.messages import (
 from kernbench.sim.oplog import OpLog, OpRecord
 
 __all__ = [
-    "Component", "ComponentError", "ComponentRegistry", "DeadlockError", "GraphEngine", "LinkStats",
-    "McpuDmaWriteMsg", "MemoryReadMsg", "MemoryWriteMsg", "MessageError", "MessageKind", "OpLog", "OpRecord", "Packet",
-    "PeDmaReadMsg", "PeDmaWriteMsg", "Request", "Route", "Transfer", "Wire",
+    "Component",
+    "ComponentError",
+    "ComponentRegistry",
+    "DeadlockError",
+    "GraphEngine",
+    "LinkStats",
+    "McpuDmaWriteMsg",
+    "MemoryReadMsg",
+    "MemoryWriteMsg",
+    "MessageError",
+    "MessageKind",
+    "OpLog",
+    "OpRecord",
+    "Packet",
+    "PeDmaReadMsg",
+    "PeDmaWriteMsg",
+    "Request",
+    "Route",
+    "Transfer",
+    "Wire",
+    "__version__",
 ]
+
+__version__ = _metadata.version("kernbench-sim")

@@ -2,12 +2,16 @@
 
 Typical use::
 
-    from kernbench.topology import load_topology, PathRouter
-    graph = load_topology("topologies/topology.yaml")
+    from kernbench.topology import builtin, load_topology, PathRouter
+    graph = builtin("default")                      # or load_topology("my_topology.yaml")
     path = PathRouter(graph).memory_path("tray.host_cpu", "sip0.cube0.hbm_ctrl.pe0")
 """
 
+from importlib import metadata as _metadata
+
 from kernbench.topology.address import PhysAddr, decode
+from kernbench.topology.builtins import builtin, resolve
+from kernbench.topology.builtins import names as builtin_names
 from kernbench.topology.compiler import compile_spec, load_topology
 from kernbench.topology.diagrams import emit_diagrams
 from kernbench.topology.errors import AddressError, KernbenchError, RoutingError, SpecError, TopologyError
@@ -16,8 +20,32 @@ from kernbench.topology.routing import AddressResolver, PathRouter, path_edges
 from kernbench.topology.spec import TopologySpec, load_spec, spec_from_dict
 
 __all__ = [
-    "AddressError", "AddressResolver", "Edge", "KernbenchError", "Node", "PathRouter", "PhysAddr",
-    "RoutingError", "SpecError", "TopologyError", "TopologyGraph", "TopologySpec", "View", "ViewEdge",
-    "ViewNode", "compile_spec", "decode", "emit_diagrams", "load_spec", "load_topology", "path_edges",
+    "AddressError",
+    "AddressResolver",
+    "Edge",
+    "KernbenchError",
+    "Node",
+    "PathRouter",
+    "PhysAddr",
+    "RoutingError",
+    "SpecError",
+    "TopologyError",
+    "TopologyGraph",
+    "TopologySpec",
+    "View",
+    "ViewEdge",
+    "ViewNode",
+    "__version__",
+    "builtin",
+    "builtin_names",
+    "compile_spec",
+    "decode",
+    "emit_diagrams",
+    "load_spec",
+    "load_topology",
+    "path_edges",
+    "resolve",
     "spec_from_dict",
 ]
+
+__version__ = _metadata.version("kernbench-topology")

@@ -310,8 +310,11 @@ class _Builder:
         self.check_connectivity()
 
 
-def compile_spec(spec: TopologySpec, mesh_path: Path | None = None) -> TopologyGraph:
-    """Compile a validated spec into a graph, using (or writing) the mesh cache at ``mesh_path``."""
+def compile_spec(spec: TopologySpec, mesh_path: Path | None = None, *, cache: bool = False) -> TopologyGraph:
+    """Compile a validated spec into a graph, using (or writing) the mesh cache at ``mesh_path``, or in the user
+    cache directory with ``cache=True``."""
+    if mesh_path is None and cache:
+        mesh_path = mesh_path_for(spec)
     mesh, _ = ensure_mesh(spec, mesh_path)
     b = _Builder(spec, mesh)
     b.build()
@@ -320,7 +323,5 @@ def compile_spec(spec: TopologySpec, mesh_path: Path | None = None) -> TopologyG
 
 
 def load_topology(path: str | Path) -> TopologyGraph:
-    """Load, validate and compile a topology YAML file (mesh cached beside it)."""
-    spec = load_spec(path)
-    p = Path(path).expanduser().resolve()
-    return compile_spec(spec, mesh_path_for(p))
+    """Load, validate and compile a topology YAML file (its cube mesh cached in the user cache directory)."""
+    return compile_spec(load_spec(path), cache=True)

@@ -28,7 +28,7 @@ from kernbench.topology.graph import TopologyGraph, View, ViewEdge, ViewNode
 if TYPE_CHECKING:  # matplotlib is imported on first use, so `import kernbench.topology` stays fast
     from matplotlib.figure import Figure
 
-__all__ = ["emit_diagrams", "render_view"]
+__all__ = ["box_colour", "emit_diagrams", "render_view"]
 
 # Fill colours per ViewNode.kind; unknown kinds get a stable colour from _FALLBACK.
 _KIND_COLOURS = {
@@ -57,6 +57,11 @@ def _colour(kind: str) -> str:
     if kind in _KIND_COLOURS:
         return _KIND_COLOURS[kind]
     return _FALLBACK[zlib.crc32(kind.encode()) % len(_FALLBACK)]
+
+
+def box_colour(kind: str) -> str:
+    """The fill colour the diagrams give a box of this kind (hex; a stable fallback for unknown kinds)."""
+    return _colour(kind)
 
 
 def _fmt_mm(d: float) -> str:

@@ -17,8 +17,10 @@ UCIe connection count, HBM mapping mode, M_CPU/SRAM placement). The layout:
   their ``pos_mm`` (Euclidean, ties to the first in row-major order); UCIe
   PHYs spread evenly over the routers of each boundary side.
 
-The result is written beside the topology file and reused while the hash of
-those inputs is unchanged, so the layout is an inspectable artifact.
+The result is cached in the user cache directory (``mesh_cache_dir()``),
+one YAML file per hash of those inputs, so the layout is an inspectable
+artifact that never lands beside a user's topology. Writes are atomic; an
+entry that does not parse or validate is regenerated with a warning.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ import contextlib
 import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass
+import os
+import tempfile
+import warnings
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import yaml
@@ -166,9 +171,24 @@ def generate_mesh(spec: TopologySpec) -> CubeMesh:
                     tuple(pe_routers), m_cpu, sram, tuple(ucie))
 
 
-def mesh_path_for(topology_path: Path) -> Path:
-    """Where the mesh cache of a topology file lives (beside it, one per topology)."""
-    return topology_path.with_name(f"{topology_path.stem}.cube_mesh.yaml")
+class CacheWarning(UserWarning):
+    """A cache entry was unusable (corrupt, truncated, of another format) and has been regenerated."""
+
+
+def mesh_cache_dir() -> Path:
+    """The folder of cached cube meshes: ``$KERNBENCH_CACHE_DIR/cube-mesh`` when that variable is set, else the
+    user cache directory (``platformdirs.user_cache_dir("kernbench")``)."""
+    root = os.environ.get("KERNBENCH_CACHE_DIR")
+    if not root:
+        import platformdirs
+
+        root = platformdirs.user_cache_dir("kernbench", appauthor=False)
+    return Path(root) / "cube-mesh"
+
+
+def mesh_path_for(spec: TopologySpec) -> Path:
+    """Where the cached mesh of ``spec``'s layout lives: one file per hash of the layout inputs."""
+    return mesh_cache_dir() / f"{source_hash(spec)}.yaml"
 
 
 def _to_yaml(mesh: CubeMesh) -> str:
@@ -178,31 +198,74 @@ def _to_yaml(mesh: CubeMesh) -> str:
     return header + yaml.safe_dump(data, sort_keys=False)
 
 
-def _from_yaml(data: dict) -> CubeMesh:
-    def tup(v):
-        return tuple(tup(i) for i in v) if isinstance(v, list) else v
+def _tup(v):
+    return tuple(_tup(i) for i in v) if isinstance(v, list) else v
 
+
+def _from_yaml(data: dict, spec: TopologySpec) -> CubeMesh:
+    """A :class:`CubeMesh` from a cache entry's mapping; ``ValueError`` unless it is complete and fits ``spec``."""
+    names = [f.name for f in fields(CubeMesh)]
+    if set(data) != set(names):
+        raise ValueError(f"keys {sorted(data)} are not {names}")
     ucie = tuple(UciePort(**u) for u in data["ucie"])
-    fields = {k: tup(v) for k, v in data.items() if k != "ucie"}
-    return CubeMesh(ucie=ucie, **fields)
+    mesh = CubeMesh(ucie=ucie, **{k: _tup(v) for k, v in data.items() if k != "ucie"})
+    n_pe = spec.pes_per_cube
+    rows, cols = len(mesh.row_ys), len(mesh.col_xs)
+    slots = [*mesh.present, *mesh.pe_routers, mesh.m_cpu_router, mesh.sram_router]
+    if len(mesh.pe_positions) != n_pe or len(mesh.pe_routers) != n_pe or not all(
+            isinstance(r, int) and isinstance(c, int) and 0 <= r < rows and 0 <= c < cols for r, c in slots):
+        raise ValueError("router slots or PE count do not fit the topology")
+    if not all(isinstance(x, (int, float)) for x in (*mesh.col_xs, *mesh.row_ys)):
+        raise ValueError("router coordinates are not numbers")
+    return mesh
+
+
+def _read_cache(path: Path, spec: TopologySpec) -> CubeMesh | None:
+    """The cached mesh at ``path`` (None when absent or stale); a corrupt entry warns and yields None."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        data = yaml.safe_load(raw.decode("utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"the document is a {type(data).__name__}, not a mapping")
+        if data.get("source_hash") != source_hash(spec):
+            return None
+        return _from_yaml(data, spec)
+    except (UnicodeDecodeError, yaml.YAMLError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        msg = " ".join(str(exc).split())[:120]
+        warnings.warn(f"cube-mesh cache {path} is unusable ({type(exc).__name__}: {msg}); regenerating it",
+                      CacheWarning, stacklevel=3)
+        return None
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and ``os.replace`` (readers never see half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def ensure_mesh(spec: TopologySpec, mesh_path: Path | None) -> tuple[CubeMesh, bool]:
-    """Load the cached mesh if its hash matches, else generate (and write) it.
+    """Load the cached mesh at ``mesh_path`` if it is valid and current, else generate (and cache) it.
 
-    Returns the mesh and whether it was regenerated. An unwritable directory
-    is not an error: the mesh is then simply not cached.
+    Returns the mesh and whether it was regenerated. ``mesh_path=None`` runs
+    uncached; an unwritable cache folder is not an error either.
     """
-    want = source_hash(spec)
-    if mesh_path is not None and mesh_path.is_file():
-        try:
-            data = yaml.safe_load(mesh_path.read_text(encoding="utf-8"))
-            if isinstance(data, dict) and data.get("source_hash") == want:
-                return _from_yaml(data), False
-        except (yaml.YAMLError, KeyError, TypeError):
-            pass
+    if mesh_path is not None:
+        cached = _read_cache(mesh_path, spec)
+        if cached is not None:
+            return cached, False
     mesh = generate_mesh(spec)
     if mesh_path is not None:
-        with contextlib.suppress(OSError):  # read-only directory: run uncached
-            mesh_path.write_text(_to_yaml(mesh), encoding="utf-8")
+        with contextlib.suppress(OSError):  # read-only cache: run uncached
+            _write_atomically(mesh_path, _to_yaml(mesh))
     return mesh, True

@@ -50,6 +50,13 @@ _EXCLUDE = {
 }
 
 
+def excluded_kinds() -> dict[str, frozenset[str]]:
+    """The edge kinds each routing adjacency leaves out (the module table), keyed by adjacency name: ``all``
+    (control), ``data``/``data_local`` (PE DMA across/within a cube), ``memory``/``memory_local`` (M_CPU DMA and
+    host memory)."""
+    return dict(_EXCLUDE)
+
+
 class AddressResolver:
     """Maps physical addresses to node ids and finds named endpoints of a graph."""
 

@@ -539,27 +539,31 @@ def spec_from_dict(data: Any, source: str = "<dict>") -> TopologySpec:
     return spec
 
 
-def load_spec(path: str | Path) -> TopologySpec:
-    """Read and validate a topology YAML file."""
-    p = Path(path).expanduser()
-    if not p.exists():
-        raise SpecError(f"topology file not found: {p}; pass an existing YAML file "
-                        f"(the default is topologies/topology.yaml)")
-    if not p.is_file():
-        raise SpecError(f"topology path is not a file: {p}")
-    text = p.read_text(encoding="utf-8")
+def spec_from_yaml(text: str, source: str) -> TopologySpec:
+    """Parse and validate topology YAML ``text``; ``source`` names it in errors (a path, ``builtin:NAME``)."""
     try:
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
         problem = exc.problem or exc.context or "syntax error"
-        raise SpecError(f"{p}: malformed YAML at {where}: {problem}") from None
+        raise SpecError(f"{source}: malformed YAML at {where}: {problem}") from None
     except yaml.YAMLError as exc:
-        raise SpecError(f"{p}: malformed YAML: {exc}") from None
+        raise SpecError(f"{source}: malformed YAML: {exc}") from None
     if data is not None and not isinstance(data, dict):
-        raise SpecError(f"{p}: the document root must be a mapping of sections, got {type(data).__name__}")
-    return spec_from_dict(data or {}, str(p))
+        raise SpecError(f"{source}: the document root must be a mapping of sections, got {type(data).__name__}")
+    return spec_from_dict(data or {}, source)
+
+
+def load_spec(path: str | Path) -> TopologySpec:
+    """Read and validate a topology YAML file."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise SpecError(f"topology file not found: {p}; pass an existing YAML file, or a builtin topology name "
+                        f"(`kernbench topology --list`), or nothing for the builtin default")
+    if not p.is_file():
+        raise SpecError(f"topology path is not a file: {p}")
+    return spec_from_yaml(p.read_text(encoding="utf-8"), str(p))
 
 
 def field_docs() -> list[tuple[str, str, Any]]:
@@ -582,6 +586,12 @@ def field_docs() -> list[tuple[str, str, Any]]:
 
 
 __all__ = [
-    "CORNERS", "SIP_TOPOLOGIES", "VIEW_NAMES", "TopologySpec", "field_docs", "load_spec",
+    "CORNERS",
+    "SIP_TOPOLOGIES",
+    "VIEW_NAMES",
+    "TopologySpec",
+    "field_docs",
+    "load_spec",
     "spec_from_dict",
+    "spec_from_yaml",
 ]

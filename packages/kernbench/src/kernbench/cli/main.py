@@ -1,75 +1,137 @@
-"""The ``kernbench`` command: argument parsing, dispatch and the one-line error contract."""
+"""The ``kernbench`` command: argument parsing, dispatch and the one-line error contract.
+
+Every subcommand that takes a topology accepts a YAML file, the name of a
+builtin topology (``kernbench topology --list``), or nothing for the builtin
+default, so the command works from any folder.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import traceback
-from pathlib import Path
+import warnings
 
 from kernbench.topology.errors import KernbenchError
 
-DEFAULT_TOPOLOGY = Path("topologies/topology.yaml")
+TOPOLOGY_HELP = "topology YAML file or builtin name (default: the builtin 'default')"
+
+
+class _Version(argparse.Action):
+    """``--version``: one line per installed kernbench distribution (printed as is, not re-wrapped)."""
+
+    def __init__(self, option_strings, dest, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from kernbench.cli.versions import version_text
+
+        print(version_text())
+        parser.exit()
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kernbench", description="System-level simulator of AHBM chiplet hardware.")
     p.add_argument("--debug", action="store_true", help="show the full traceback on errors")
+    p.add_argument("--version", action=_Version, help="print the installed kernbench packages and their versions")
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("topology", help="compile a topology, print its summary, write diagrams")
-    t.add_argument("path", nargs="?", default=str(DEFAULT_TOPOLOGY), help="topology YAML (default: %(default)s)")
+    t.add_argument("path", nargs="?", default=None, help=TOPOLOGY_HELP)
     t.add_argument("--json", action="store_true", help="print the summary as JSON")
     t.add_argument("--diagrams", metavar="DIR", help="write one SVG per view into DIR")
+    t.add_argument("--list", action="store_true", help="list the builtin topologies")
+    t.add_argument("--export", nargs=2, metavar=("NAME", "PATH"), help="write builtin topology NAME to PATH to edit")
+    t.add_argument("--verbose", action="store_true", help="also list the edge kinds and their counts")
     pr = sub.add_parser("probe", help="run the traffic catalog through the fabric")
-    pr.add_argument("--topology", default=str(DEFAULT_TOPOLOGY), help="topology YAML (default: %(default)s)")
+    pr.add_argument("--topology", default=None, help=TOPOLOGY_HELP)
     pr.add_argument("--case", default="all", help="run one case by name (default: all)")
     pr.add_argument("--json", action="store_true", help="print results as JSON")
     pr.add_argument("--strict", action="store_true", help="exit 1 when an invariant fails")
-    sub.add_parser("list", help="list the registered benches")
-    r = sub.add_parser("run", help="run a bench on a device")
-    r.add_argument("--topology", default=str(DEFAULT_TOPOLOGY), help="topology YAML (default: %(default)s)")
+    pr.add_argument("--verbose", action="store_true", help="also print every case's route, hop by hop")
+    ls = sub.add_parser("list", help="list the installed benches")
+    ls.add_argument("--params", nargs="?", const="", default=None, metavar="BENCH",
+                    help="also list each bench's parameters (or only BENCH's)")
+    r = sub.add_parser("run", help="run a bench on a device",
+                       epilog="Parameters: `kernbench list --params BENCH`; -p wins over environment variables.")
+    r.add_argument("--topology", default=None, help=TOPOLOGY_HELP)
     r.add_argument("--bench", required=True, help="bench name or index from `kernbench list`")
+    r.add_argument("-p", "--param", action="append", metavar="NAME=VALUE", dest="params",
+                   help="set a bench parameter (repeatable)")
     r.add_argument("--device", default="0", help="SIP index to run on, or 'all' (default: 0)")
     r.add_argument("--data", action="store_true", help="compute real numerics (slower)")
     r.add_argument("--json", action="store_true", help="print results as JSON")
-    r.add_argument("--trace", metavar="FILE", help="write the op log as Chrome Trace Event JSON")
+    r.add_argument("--trace", metavar="PATH", help="write the op log as Chrome Trace Event JSON to a file, or to "
+                                                   "<folder>/<bench>.trace.json")
+    r.add_argument("--links", metavar="FILE", help="write per-link bytes, packets, busy time and utilisation (JSON)")
+    r.add_argument("--links-top", type=int, default=0, metavar="N", help="print the N busiest links")
+    from kernbench.cli.links_cmd import add_parser as add_links
     from kernbench.cli.study_cmd import add_parsers
+    from kernbench.cli.web_cmd import add_parser as add_web
 
     studies = add_parsers(sub)
-    for sp in (t, pr, r, *studies):
+    extra = (add_links(sub), add_web(sub))
+    for sp in (t, pr, ls, r, *studies, *extra):
         sp.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return p
+
+
+def _one_line_warnings() -> None:
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"kernbench: warning: {message}", file=sys.stderr)
+
+    warnings.showwarning = show
+
+
+def _dispatch(args) -> int:
+    if args.command == "topology":
+        from kernbench.cli.topology_cmd import run_topology
+
+        return run_topology(args.path, as_json=args.json, diagrams=args.diagrams, list_=args.list,
+                            export=args.export, verbose=args.verbose)
+    if args.command in ("list", "run"):
+        from kernbench.cli.run_cmd import run_list, run_run
+
+        if args.command == "list":
+            return run_list(args.params)
+        return run_run(args.topology, args.bench, args.device, data=args.data, as_json=args.json,
+                       trace=args.trace, params=args.params, links=args.links, links_top=args.links_top)
+    if args.command == "links":
+        from kernbench.cli.links_cmd import run_links
+
+        return run_links(args)
+    if args.command == "web":
+        from kernbench.cli.web_cmd import run_web
+
+        return run_web(args)
+    if args.command in ("study", "report"):
+        from kernbench.cli.study_cmd import run_report_command, run_study_command
+
+        return run_study_command(args) if args.command == "study" else run_report_command(args)
+    from kernbench.cli.probe import run_probe
+    from kernbench.cli.report import print_probe
+    from kernbench.topology import resolve
+
+    result = run_probe(resolve(args.topology), args.case)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print_probe(result, verbose=args.verbose)
+    return 1 if args.strict and not result.all_pass else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit status (2 on bad input)."""
     args = _parser().parse_args(argv)
+    _one_line_warnings()
     try:
-        if args.command == "topology":
-            from kernbench.cli.topology_cmd import run_topology
-
-            return run_topology(args.path, as_json=args.json, diagrams=args.diagrams)
-        if args.command in ("list", "run"):
-            from kernbench.cli.run_cmd import run_list, run_run
-
-            if args.command == "list":
-                return run_list()
-            return run_run(args.topology, args.bench, args.device, data=args.data, as_json=args.json,
-                           trace=args.trace)
-        if args.command in ("study", "report"):
-            from kernbench.cli.study_cmd import run_report_command, run_study_command
-
-            return run_study_command(args) if args.command == "study" else run_report_command(args)
-        from kernbench.cli.probe import run_probe
-        from kernbench.cli.report import print_probe
-
-        result = run_probe(args.topology, args.case)
-        if args.json:
-            print(json.dumps(result.to_json(), indent=2))
-        else:
-            print_probe(result)
-        return 1 if args.strict and not result.all_pass else 0
+        status = _dispatch(args)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:  # the reader went away (`kernbench list | head -1`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except KernbenchError as exc:
         if args.debug:
             traceback.print_exc()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kernbench.topology import TopologyGraph, load_topology
+from kernbench.topology import TopologyGraph, builtin_names, resolve
+from kernbench.topology.builtins import export as export_builtin
 
 
 def summary(graph: TopologyGraph) -> dict:
@@ -22,9 +23,17 @@ def summary(graph: TopologyGraph) -> dict:
     }
 
 
-def run_topology(path: str, *, as_json: bool, diagrams: str | None) -> int:
-    """Print the summary (text or JSON) and write the view diagrams if asked."""
-    graph = load_topology(path)
+def run_topology(path: str | None, *, as_json: bool, diagrams: str | None, list_: bool = False,
+                 export: tuple[str, str] | None = None, verbose: bool = False) -> int:
+    """Print the summary (text or JSON) and write the view diagrams if asked; or list / export the builtins."""
+    if list_:
+        names = builtin_names()
+        print(json.dumps(names) if as_json else "\n".join(names))
+        return 0
+    if export:
+        print(f"wrote {export_builtin(*export)}")
+        return 0
+    graph = resolve(path)
     info = summary(graph)
     written: list[Path] = []
     if diagrams:
@@ -38,10 +47,12 @@ def run_topology(path: str, *, as_json: bool, diagrams: str | None) -> int:
     print(f"topology {spec.name!r} ({spec.source})")
     print(f"  SIPs: {info['sips']} ({spec.system.sips.topology})   cubes per SIP: {info['cubes_per_sip']} "
           f"({spec.sip.cube_mesh.w}x{spec.sip.cube_mesh.h})   PEs per cube: {info['pes_per_cube']}")
-    print(f"  nodes: {info['nodes']}   edges: {info['edges']}")
-    for kind, n in info["edge_kinds"].items():
-        print(f"    {kind:22s} {n:6d}")
-    print(f"  mesh file: {info['mesh_file']}")
-    for p in written:
-        print(f"  wrote {p}")
+    print(f"  nodes: {info['nodes']}   edges: {info['edges']} of {len(info['edge_kinds'])} kinds"
+          f"{'' if verbose else ' (--verbose lists them)'}")
+    if verbose:
+        for kind, n in info["edge_kinds"].items():
+            print(f"    {kind:22s} {n:6d}")
+        print(f"  cube-mesh cache: {info['mesh_file'] or '(none)'}")
+    if written:
+        print(f"  wrote {len(written)} diagrams to {written[0].parent}: {', '.join(p.name for p in written)}")
     return 0

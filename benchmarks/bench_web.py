@@ -1,0 +1,138 @@
+"""`kernbench web` load time: the 6-SIP torus (9,824 nodes, 30,998 links) in headless Chromium.
+
+Measures, on this machine:
+- compiling the topology and building the viewer's graph JSON (server side, once);
+- loading the served viewer in a fresh page until it is ready (``body[data-ready]``: graph fetched and parsed,
+  the model built, the first view drawn), as the browser's own clock from navigation start, and as the wall
+  time of the driver's page load plus the wait; median and worst of ``--repeat`` loads, first with the topology
+  alone, then with the links file of a 6-SIP all-reduce (64 KiB per PE) loaded;
+- drawing each of the four views once the page is ready;
+- the static export opened from disk;
+- a cold start: launching Chromium, then the first page until ready.
+
+The target is a ready page in under 3 s. Needs Debian's chromium and chromium-driver and selenium.
+Writes ``out/benchmarks/web.json``. Run: ``python benchmarks/bench_web.py [--repeat N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from kernbench.cli.web import ViewerServer, ViewerState, export_viewer
+from kernbench.cli.web.model import load_links
+from kernbench.runtime.bench import discover, run_bench
+from kernbench.sim.links import link_report, write_links
+from kernbench.topology import load_topology
+
+ROOT = Path(__file__).resolve().parents[1]
+TORUS = ROOT / "topologies" / "6sip_2x3_torus_2d.yaml"
+TARGET_S = 3.0
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage", "--window-size=1500,950")
+
+
+def driver(profile: str):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = "/usr/bin/chromium"
+    for flag in (*FLAGS, f"--user-data-dir={profile}"):
+        opts.add_argument(flag)
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+
+
+def load(d, url: str) -> tuple[float, float]:
+    """(browser ms from navigation start to ready, wall s of get + wait) for one fresh page load."""
+    d.get("about:blank")
+    t = time.perf_counter()
+    d.get(url)
+    while not d.execute_script("return document.body && document.body.getAttribute('data-ready')"):
+        time.sleep(0.005)
+    wall = time.perf_counter() - t
+    state = d.execute_script("return document.body.getAttribute('data-ready')")
+    if state != "1":
+        raise SystemExit(f"viewer failed to load: {d.execute_script('return KB.errors')}")
+    return d.execute_script("return KB.readyAt"), wall
+
+
+def series(d, url: str, repeat: int) -> dict:
+    runs = [load(d, url) for _ in range(repeat)]
+    ms = [r[0] for r in runs]
+    wall = [r[1] for r in runs]
+    return {"ready_ms_median": statistics.median(ms), "ready_ms_max": max(ms),
+            "wall_s_median": statistics.median(wall), "wall_s_max": max(wall)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5, help="page loads per case (default: %(default)s)")
+    ap.add_argument("--out", default=str(ROOT / "out" / "benchmarks" / "web.json"), help="result file")
+    args = ap.parse_args()
+    t = time.perf_counter()
+    graph = load_topology(TORUS)
+    compile_s = time.perf_counter() - t
+    with tempfile.TemporaryDirectory(prefix="kernbench-bench-web-") as tmp:
+        os.environ["CCL_BYTES"] = "65536"
+        result = run_bench(discover().resolve("ccl-allreduce"), graph)
+        links = write_links(link_report(result.engine, {"bench": "ccl-allreduce", "device": 0,
+                                                        "topology_file": str(TORUS)}), Path(tmp) / "links.json")
+        t = time.perf_counter()
+        state = ViewerState(graph)
+        payload_s = time.perf_counter() - t
+        bare = ViewerServer(state, "127.0.0.1", 0).start()
+        loaded = ViewerServer(ViewerState(graph, None, str(links)), "127.0.0.1", 0).start()
+        export_dir = Path(tmp) / "export"
+        export_viewer(graph, export_dir, links=load_links(links, graph))
+        t = time.perf_counter()
+        d = driver(str(Path(tmp) / "profile"))
+        browser_s = time.perf_counter() - t
+        first_ms, first_s = load(d, loaded.url)
+        try:
+            out = {"browser_start_s": browser_s, "cold_ready_s": browser_s + first_s, "cold_ready_ms": first_ms,
+                   "topology": graph.spec.name, "nodes": len(graph.nodes), "links": len(graph.edges),
+                   "graph_json_bytes": len(state.graph_json), "compile_s": compile_s, "graph_json_s": payload_s,
+                   "served": series(d, bare.url, args.repeat),
+                   "served_with_allreduce_links": series(d, loaded.url, args.repeat),
+                   "export_with_allreduce_links": series(d, (export_dir / "index.html").as_uri(), args.repeat)}
+            views = {}
+            for level in ("system", "sip", "cube", "pe"):
+                views[level] = d.execute_script(
+                    "const t = performance.now(); KB.setView(arguments[0], 0, 0, 0); return performance.now() - t;",
+                    level)
+            out["view_draw_ms"] = views
+        finally:
+            d.quit()
+            bare.stop()
+            loaded.stop()
+    out.update(command="python benchmarks/bench_web.py", repeat=args.repeat, target_s=TARGET_S,
+               machine=f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    path = Path(args.out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"{out['topology']}: {out['nodes']} nodes, {out['links']} links; graph JSON {out['graph_json_bytes']:,} B "
+          f"built in {payload_s:.2f} s (compile {compile_s:.2f} s)")
+    print(f"  cold: Chromium started in {out['browser_start_s']:.2f} s, first page (with links) ready "
+          f"{out['cold_ready_ms']:.0f} ms after navigation; {out['cold_ready_s']:.2f} s from launch")
+    for case in ("served", "served_with_allreduce_links", "export_with_allreduce_links"):
+        s = out[case]
+        ok = "under" if s["wall_s_max"] < TARGET_S else "OVER"
+        print(f"  {case:30s} ready after {s['ready_ms_median']:7.0f} ms median, {s['ready_ms_max']:7.0f} ms worst "
+              f"(browser clock); wall {s['wall_s_median']:.2f} s median, {s['wall_s_max']:.2f} s worst: {ok} the "
+              f"{TARGET_S:.0f} s target")
+    print("  view draw ms: " + ", ".join(f"{k} {v:.0f}" for k, v in out["view_draw_ms"].items()))
+    print(f"written to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

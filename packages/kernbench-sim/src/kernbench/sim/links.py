@@ -1,0 +1,262 @@
+"""Per-link results of a run: the links file (``kernbench run --links FILE``), its reader and the top table.
+
+Every directed edge of the graph gets one :class:`LinkRecord` with the
+counters its :class:`~kernbench.sim.fabric.Wire` kept: bytes and packets of
+payload that crossed it, messages (transfers, control messages included)
+that entered it, ``busy_ns`` (first flit start to last flit end, summed over
+packets), the worst queueing delay a packet saw before it could start
+(``max_wait_ns``), and ``utilisation = busy_ns / window_ns``.
+
+The run window is the whole simulated run, from time 0 to the engine's
+clock when the report is taken (deployment included), so every busy
+interval lies inside it and utilisation is in ``[0, 1]``. What crosses a
+link is what the fabric model sends (:mod:`kernbench.sim.fabric`): a write
+or a read reply carries its payload, cut into packets of at most
+``packet_bytes``; a read command carries ``control_bytes``; control messages
+(launches, commands, acks, credits) are a sideband and carry 0 bytes, so
+they count in ``messages`` only. There are no separate header bytes.
+
+The file is JSON (schema ``kernbench.links/1``)::
+
+    {"schema": "kernbench.links/1",
+     "run": {"bench": ..., "device": ..., "topology": ..., "topology_file": ...},
+     "window_ns": 34543.5,
+     "fabric": {"flit_bytes": 256, "packet_bytes": 4096, "control_bytes": 64},
+     "units": {...},
+     "links": [{"src": ..., "dst": ..., "kind": ..., "bw_gbs": ..., "latency_ns": ..., "bytes": ...,
+                "packets": ..., "messages": ..., "busy_ns": ..., "utilisation": ..., "max_wait_ns": ...}, ...]}
+
+Links are listed in graph edge order, one per line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from os import PathLike
+from pathlib import Path
+
+from kernbench.topology.errors import KernbenchError
+
+SCHEMA = "kernbench.links/1"
+UNITS = {"bw_gbs": "GB/s", "latency_ns": "ns", "bytes": "B", "packets": "1", "messages": "1", "busy_ns": "ns",
+         "utilisation": "busy_ns / window_ns", "max_wait_ns": "ns", "window_ns": "ns"}
+REGENERATE = "regenerate it with `kernbench run --bench NAME --links FILE`"
+
+
+class LinksFileError(KernbenchError):
+    """A links file is unreadable, not JSON, or does not follow the ``kernbench.links/1`` schema."""
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRecord:
+    """One directed edge after a run: its parameters and traffic (bytes, ns, GB/s)."""
+
+    src: str
+    dst: str
+    kind: str
+    bw_gbs: float
+    latency_ns: float
+    bytes: int
+    packets: int
+    messages: int
+    busy_ns: float
+    utilisation: float
+    max_wait_ns: float
+
+    @property
+    def label(self) -> str:
+        """``src → dst``."""
+        return f"{self.src} → {self.dst}"
+
+
+@dataclass(frozen=True)
+class LinksReport:
+    """Every link of one run, the run window (ns) and what the run was.
+
+    ``run`` holds free-form provenance (bench, device, topology name and
+    file); ``fabric`` the packet geometry the counts follow.
+    """
+
+    run: Mapping[str, object]
+    window_ns: float
+    fabric: Mapping[str, int]
+    links: tuple[LinkRecord, ...] = field(repr=False)
+
+    @property
+    def title(self) -> str:
+        """A one-line name of the run, e.g. ``ccl-allreduce on ahbm-6sip-torus-2d (device 0)``."""
+        bench = self.run.get("bench") or "run"
+        topo = self.run.get("topology")
+        device = self.run.get("device")
+        text = str(bench) + (f" on {topo}" if topo else "")
+        return text + (f" (device {device})" if device is not None else "")
+
+    def busiest(self, n: int | None = None) -> list[LinkRecord]:
+        """Links that carried traffic, busiest first: utilisation, then bytes, then messages (ties keep edge
+        order); at most ``n``."""
+        order = {(r.src, r.dst): i for i, r in enumerate(self.links)}
+        used = [r for r in self.links if r.bytes or r.messages]
+        used.sort(key=lambda r: (-r.utilisation, -r.bytes, -r.messages, order[(r.src, r.dst)]))
+        return used if n is None else used[:n]
+
+    def by_edge(self) -> dict[tuple[str, str], LinkRecord]:
+        """Records keyed by ``(src, dst)``."""
+        return {(r.src, r.dst): r for r in self.links}
+
+    def to_json(self) -> dict:
+        """The documented JSON object (schema ``kernbench.links/1``)."""
+        return {"schema": SCHEMA, "run": dict(self.run), "window_ns": self.window_ns, "fabric": dict(self.fabric),
+                "units": UNITS, "links": [asdict(r) for r in self.links]}
+
+
+def link_records(engine, include_idle: bool = False) -> list[LinkRecord]:
+    """The engine's per-wire counters as :class:`LinkRecord`, utilisation over ``[0, engine.now]``.
+
+    Only links that carried traffic (bytes or control messages) by default;
+    every graph edge with ``include_idle``; graph edge order either way.
+    """
+    window = float(engine.now)
+    graph = engine.graph
+    out = []
+    for s in engine.link_stats(include_idle=True):
+        if not (include_idle or s.bytes or s.messages):  # control-only wires carried messages: keep them
+            continue
+        e = graph.edge(s.src, s.dst)
+        out.append(LinkRecord(s.src, s.dst, s.kind, e.bw_gbs, e.latency_ns, s.bytes, s.packets, s.messages,
+                              s.busy_ns, s.busy_ns / window if window > 0 else 0.0, s.max_wait_ns))
+    return out
+
+
+def link_report(engine, run: Mapping[str, object] | None = None) -> LinksReport:
+    """A :class:`LinksReport` of every edge of the engine's graph, as the run stands now."""
+    spec = engine.spec
+    info = {"topology": spec.name, "topology_file": str(spec.source) if spec.source else None, **(run or {})}
+    fabric = {"flit_bytes": engine.flit_bytes, "packet_bytes": engine.packet_bytes,
+              "control_bytes": engine.control_bytes}
+    return LinksReport(info, float(engine.now), fabric, tuple(link_records(engine, include_idle=True)))
+
+
+def write_links(report: LinksReport, path: str | PathLike[str]) -> Path:
+    """Write ``report`` as JSON to ``path`` (parents created), one link per line; returns the path."""
+    out = Path(path)
+    data = report.to_json()
+    links = data.pop("links")
+    head = json.dumps(data, allow_nan=False)[:-1]
+    body = ",\n".join(json.dumps(r, allow_nan=False) for r in links)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(f'{head}, "links": [\n{body}\n]}}\n', encoding="utf-8")
+    except OSError as exc:
+        raise LinksFileError(f"cannot write the links file {out}: {exc.strerror or exc}; choose a writable path "
+                             f"for --links") from None
+    return out
+
+
+# --------------------------------------------------------------------------- reading
+
+_INT_FIELDS = ("bytes", "packets", "messages")
+_FLOAT_FIELDS = ("bw_gbs", "latency_ns", "busy_ns", "utilisation", "max_wait_ns")
+
+
+def _number(value: object, integer: bool) -> bool:
+    if isinstance(value, bool):
+        return False
+    if integer:
+        return isinstance(value, int) and value >= 0
+    return isinstance(value, int | float) and math.isfinite(value) and value >= 0
+
+
+def parse_links(data: object, where: str = "links data") -> LinksReport:
+    """Validate a decoded links JSON object and build its :class:`LinksReport` (:class:`LinksFileError` naming
+    the first bad field)."""
+    def bad(what: str) -> LinksFileError:
+        return LinksFileError(f"{where}: {what}; {REGENERATE}")
+
+    if not isinstance(data, dict):
+        raise bad(f"expected a JSON object with \"schema\": \"{SCHEMA}\", got {type(data).__name__}")
+    if data.get("schema") != SCHEMA:
+        raise bad(f"schema is {data.get('schema')!r}, expected {SCHEMA!r} (is this a links file?)")
+    window = data.get("window_ns")
+    if not _number(window, False):
+        raise bad(f"window_ns is {window!r}; expected a non-negative number of ns")
+    run = data.get("run", {})
+    if not isinstance(run, dict):
+        raise bad(f"run is {type(run).__name__}; expected an object")
+    fabric = data.get("fabric", {})
+    if not isinstance(fabric, dict) or not all(_number(v, True) for v in fabric.values()):
+        raise bad("fabric must be an object of non-negative integers (flit_bytes, packet_bytes, control_bytes)")
+    links = data.get("links")
+    if not isinstance(links, list):
+        raise bad(f"links is {type(links).__name__}; expected a list of link records")
+    records = []
+    for i, rec in enumerate(links):
+        if not isinstance(rec, dict):
+            raise bad(f"links[{i}] is {type(rec).__name__}; expected an object")
+        for name in ("src", "dst", "kind"):
+            if not isinstance(rec.get(name), str) or not rec[name]:
+                raise bad(f"links[{i}].{name} is {rec.get(name)!r}; expected a non-empty string")
+        for name in _INT_FIELDS + _FLOAT_FIELDS:
+            if not _number(rec.get(name), name in _INT_FIELDS):
+                kind = "a non-negative integer" if name in _INT_FIELDS else "a non-negative number"
+                raise bad(f"links[{i}].{name} is {rec.get(name)!r} ({rec['src']} → {rec['dst']}); expected {kind}")
+        records.append(LinkRecord(rec["src"], rec["dst"], rec["kind"], float(rec["bw_gbs"]),
+                                  float(rec["latency_ns"]), rec["bytes"], rec["packets"], rec["messages"],
+                                  float(rec["busy_ns"]), float(rec["utilisation"]), float(rec["max_wait_ns"])))
+    seen = set()
+    for r in records:
+        if (r.src, r.dst) in seen:
+            raise bad(f"the link {r.label} is listed twice")
+        seen.add((r.src, r.dst))
+    return LinksReport(run, float(window), fabric, tuple(records))
+
+
+def read_links(path: str | PathLike[str]) -> LinksReport:
+    """Read and validate a links file; :class:`LinksFileError` says what is wrong, where, and how to fix it."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise LinksFileError(f"links file {p} does not exist; {REGENERATE}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LinksFileError(f"cannot read links file {p}: {exc}; {REGENERATE}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LinksFileError(f"links file {p} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                             f"{exc.msg}); {REGENERATE}") from None
+    return parse_links(data, f"links file {p}")
+
+
+def check_topology(report: LinksReport, graph, where: str) -> None:
+    """:class:`LinksFileError` unless ``report`` was recorded on ``graph``: one record per edge of it."""
+    missing = [r for r in report.links if not graph.has_edge(r.src, r.dst)]
+    if missing or len(report.links) != len(graph.edges):
+        what = (f"{len(missing)} of its links are not in topology {graph.spec.name!r} (e.g. {missing[0].label})"
+                if missing else f"it has {len(report.links)} links but topology {graph.spec.name!r} has "
+                                f"{len(graph.edges)}")
+        raise LinksFileError(f"{where} was recorded on another topology ({report.run.get('topology', '?')}): "
+                             f"{what}; pass the topology the run used with --topology")
+
+
+# --------------------------------------------------------------------------- human table
+
+
+def format_top(records: Sequence[LinkRecord], title: str, window_ns: float) -> str:
+    """A human table of links (as given, e.g. :meth:`LinksReport.busiest`); not a parsing contract."""
+    lines = [f"busiest links of {title} (run window {window_ns:.1f} ns)"]
+    if not records:
+        return lines[0] + "\n  no link carried traffic"
+    width = max(len(r.label) for r in records)
+    lines.append(f"  {'#':>3s}  {'link':{width}s}  {'kind':20s} {'util':>7s} {'bytes':>12s} {'packets':>8s} "
+                 f"{'msgs':>6s} {'busy ns':>11s} {'max wait ns':>12s}")
+    for i, r in enumerate(records, 1):
+        lines.append(f"  {i:3d}  {r.label:{width}s}  {r.kind:20s} {100 * r.utilisation:6.2f}% {r.bytes:12d} "
+                     f"{r.packets:8d} {r.messages:6d} {r.busy_ns:11.1f} {r.max_wait_ns:12.1f}")
+    return "\n".join(lines)
+
+
+__all__ = ["SCHEMA", "LinkRecord", "LinksFileError", "LinksReport", "check_topology", "format_top", "link_records",
+           "link_report", "parse_links", "read_links", "write_links"]

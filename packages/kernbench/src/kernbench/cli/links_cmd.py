@@ -1,0 +1,75 @@
+"""``kernbench links FILE``: the busiest links of a run's links file, and its heatmap.
+
+The links file comes from ``kernbench run … --links FILE`` (see
+:mod:`kernbench.sim.links`). ``--heatmap out.svg`` draws it on the topology
+the run used (read from the file, or ``--topology``) with
+:mod:`kernbench.topology.heatmap`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from kernbench.sim.links import LinksFileError, LinksReport, check_topology, format_top, read_links
+from kernbench.topology import TopologyGraph, resolve
+from kernbench.topology.heatmap import SCOPES, HeatmapInfo, write_heatmap
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``links`` on the ``kernbench`` subcommand parser; returns it."""
+    p = sub.add_parser("links", help="show the busiest links of a links file; draw its heatmap",
+                       description="Read a links file written by `kernbench run --links FILE`.")
+    p.add_argument("file", help="links file (JSON) from `kernbench run --links`")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="list the N busiest links (default: %(default)s)")
+    p.add_argument("--heatmap", metavar="OUT", help="draw the links coloured by utilisation into OUT (.svg/.png/.pdf)")
+    p.add_argument("--scope", default="auto", choices=SCOPES,
+                   help="what the heatmap shows: the SIP of the busiest link or the tray (auto, default), the whole "
+                        "tray (system), one SIP (sip) or one cube (cube)")
+    p.add_argument("--sip", type=int, help="SIP index for --scope sip/cube (default: where the busiest link is)")
+    p.add_argument("--cube", type=int, help="cube index for --scope cube (default: where the busiest link is)")
+    p.add_argument("--topology", metavar="YAML", help="topology the run used (default: the file named in the links "
+                                                      "file)")
+    return p
+
+
+def topology_of(report: LinksReport, topology: str | None, where: str) -> TopologyGraph:
+    """The graph a links report was recorded on: ``topology`` if given, else the file the report names."""
+    path = topology or report.run.get("topology_file")
+    if not path:
+        raise LinksFileError(f"{where} does not name its topology file; pass --topology YAML")
+    if topology is None and not str(path).startswith("builtin:") and not Path(str(path)).exists():
+        raise LinksFileError(f"{where} was recorded on {path}, which does not exist here; pass --topology YAML")
+    graph = resolve(str(path))
+    check_topology(report, graph, where)
+    return graph
+
+
+def draw(report: LinksReport, graph: TopologyGraph, out: str, scope: str = "auto", sip: int | None = None,
+         cube: int | None = None) -> HeatmapInfo:
+    """Write the heatmap of ``report`` on ``graph`` to ``out``."""
+    values = {(r.src, r.dst): r.utilisation for r in report.links if r.utilisation > 0}
+    details = {(r.src, r.dst): f"{r.bytes:,} B in {r.packets:,} packets ({r.kind})" for r in report.links}
+    sub = f"run window {report.window_ns / 1000:.2f} µs"
+    return write_heatmap(graph, values, out, title=report.title, scope=scope, sip=sip, cube=cube, details=details,
+                         subtitle=sub)
+
+
+def run_links(args: argparse.Namespace) -> int:
+    """Print the busiest links; draw the heatmap when asked."""
+    report = read_links(args.file)
+    if args.top < 0:
+        raise LinksFileError(f"--top {args.top} must be 0 or more")
+    if args.top:
+        print(format_top(report.busiest(args.top), report.title, report.window_ns))
+    if args.heatmap:
+        print(f"kernbench links: drawing the heatmap into {args.heatmap} …", file=sys.stderr, flush=True)
+        graph = topology_of(report, args.topology, f"links file {args.file}")
+        info = draw(report, graph, args.heatmap, args.scope, args.sip, args.cube)
+        where = {"system": "the whole tray", "sip": f"SIP {info.sip}",
+                 "cube": f"SIP {info.sip} cube {info.cube}"}[info.scope]
+        busiest = (f"; busiest link shown: {info.busiest_drawn[0]} → {info.busiest_drawn[1]} "
+                   f"({100 * info.busiest_drawn[2]:.1f} %)") if info.busiest_drawn else "; no link carried traffic"
+        print(f"heatmap of {where} ({info.drawn} links) written to {info.path}{busiest}")
+    return 0

@@ -1,0 +1,118 @@
+"""Every distribution declares what it imports, carries its license, and says what version it is.
+
+The import scan reads each package's source (``ast``: imports at any depth,
+including inside functions) and maps every imported top-level module to the
+distribution that provides it; anything not in the standard library must be
+a declared dependency of the importing distribution (an optional extra only
+for imports made inside functions).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ["kernbench-topology", "kernbench-sim", "kernbench-components", "kernbench-runtime", "kernbench-ccl",
+            "kernbench-benches", "kernbench"]
+#: kernbench sub-package -> distribution
+OWN = {"topology": "kernbench-topology", "sim": "kernbench-sim", "components": "kernbench-components",
+       "tl": "kernbench-components", "runtime": "kernbench-runtime", "ccl": "kernbench-ccl",
+       "benches": "kernbench-benches", "cli": "kernbench"}
+#: third-party top-level module -> distribution
+THIRD_PARTY = {"numpy": "numpy", "yaml": "pyyaml", "simpy": "simpy", "greenlet": "greenlet", "matplotlib": "matplotlib",
+               "platformdirs": "platformdirs", "rich": "rich", "dask": "dask", "distributed": "dask"}
+
+
+def _project(name: str) -> dict:
+    return tomllib.loads((ROOT / "packages" / name / "pyproject.toml").read_text())["project"]
+
+
+def _requirement_name(req: str) -> str:
+    return re.split(r"[\s<>=!~;\[]", req, maxsplit=1)[0].lower()
+
+
+def _imports(path: Path) -> list[tuple[str, bool, int]]:
+    """(imported dotted module, at module level?, line) for each import in the file."""
+    tree = ast.parse(path.read_text(), str(path))
+    top = {id(n) for n in tree.body} | {id(n) for s in tree.body if isinstance(s, ast.If) for n in s.body}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, id(node) in top, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append((node.module, id(node) in top, node.lineno))
+    return out
+
+
+def _distribution(module: str) -> str | None:
+    """The distribution providing ``module``; None for the standard library."""
+    head = module.split(".")[0]
+    if head in sys.stdlib_module_names or head == "__future__":
+        return None
+    if head == "kernbench":
+        return OWN[module.split(".")[1]]
+    return THIRD_PARTY.get(head, f"<unknown: {head}>")
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_every_import_is_a_declared_dependency(name):
+    project = _project(name)
+    declared = {_requirement_name(r) for r in project.get("dependencies", [])} | {name}
+    extras = {_requirement_name(r) for reqs in project.get("optional-dependencies", {}).values() for r in reqs}
+    missing = []
+    for path in sorted((ROOT / "packages" / name / "src").rglob("*.py")):
+        for module, top_level, line in _imports(path):
+            dist = _distribution(module)
+            if dist is None or dist in declared or (dist in extras and not top_level):
+                continue
+            missing.append(f"{path.relative_to(ROOT)}:{line} imports {module} ({dist})")
+    assert not missing, f"{name} imports what its pyproject.toml does not declare:\n" + "\n".join(missing)
+
+
+def test_the_scan_sees_an_undeclared_import(tmp_path):
+    sample = tmp_path / "m.py"
+    sample.write_text("import os\nimport numpy as np\n\ndef f():\n    import dask.distributed\n")
+    found = [(m, top) for m, top, _ in _imports(sample)]
+    assert found == [("os", True), ("numpy", True), ("dask.distributed", False)]
+    assert [_distribution(m) for m, _ in found] == [None, "numpy", "dask"]
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_license_version_and_changelog_agree(name):
+    project = _project(name)
+    assert project["license"] == "Apache-2.0" and project["license-files"] == ["LICENSE"]
+    pkg = ROOT / "packages" / name
+    assert (pkg / "LICENSE").read_text() == (ROOT / "LICENSE").read_text()
+    heading = next(line for line in (pkg / "CHANGELOG.md").read_text().splitlines() if line.startswith("## "))
+    assert heading.split()[1] == project["version"], f"{name}: CHANGELOG's top release is not {project['version']}"
+
+
+@pytest.mark.parametrize(("name", "module"), [("kernbench-topology", "kernbench.topology"),
+                                              ("kernbench-sim", "kernbench.sim"),
+                                              ("kernbench-components", "kernbench.components"),
+                                              ("kernbench-runtime", "kernbench.runtime"),
+                                              ("kernbench-ccl", "kernbench.ccl"),
+                                              ("kernbench-benches", "kernbench.benches"),
+                                              ("kernbench", "kernbench.cli")])
+def test_every_package_reports_its_version(name, module):
+    import importlib
+    from importlib import metadata
+
+    assert importlib.import_module(module).__version__ == metadata.version(name) == _project(name)["version"]
+
+
+def test_sibling_requirements_admit_the_siblings_versions():
+    versions = {name: _project(name)["version"] for name in PACKAGES}
+    for name in PACKAGES:
+        for req in _project(name).get("dependencies", []):
+            dep = _requirement_name(req)
+            if dep in versions:
+                lo, hi = re.search(r">=([\d.]+),<([\d.]+)", req).groups()
+                as_tuple = [tuple(int(x) for x in v.split(".")) for v in (lo, versions[dep], hi)]
+                assert as_tuple[0] <= as_tuple[1] < as_tuple[2], f"{name} requires {req}, {dep} is {versions[dep]}"
