@@ -153,10 +153,9 @@ def test_derived_values_follow_the_inputs():
 
 
 def test_components_merge_over_defaults():
-    s = spec_from_dict({"components": {"router": "custom_router", "new_thing": "impl"}})
+    s = spec_from_dict({"components": {"router": "custom_router"}})
     b = s.component_bindings
     assert b["router"] == "custom_router"
-    assert b["new_thing"] == "impl"
     for k, v in DEFAULT_COMPONENTS:
         if k != "router":
             assert b[k] == v
@@ -279,7 +278,8 @@ def test_copy_of_default_loads_identically(tmp_path, spec):
 
 
 def test_wrong_type_message():
-    _raises({"cube": {"noc": {"link_bw_gbs": "fast"}}}, "cube.noc.link_bw_gbs", "'fast'", "a number", "> 0")
+    _raises({"cube": {"noc": {"link_bw_gbs": "fast"}}}, "cube.noc.link_bw_gbs", "'fast'",
+            "a number from 0.001 to 1000000")
 
 
 def test_bool_is_not_an_integer():
@@ -287,19 +287,19 @@ def test_bool_is_not_an_integer():
 
 
 def test_float_is_not_an_integer():
-    _raises({"cube": {"hbm": {"burst_bytes": 256.0}}}, "cube.hbm.burst_bytes", "256.0", "an integer", ">= 16")
+    _raises({"cube": {"hbm": {"burst_bytes": 256.0}}}, "cube.hbm.burst_bytes", "256.0", "an integer from 16 to 65536")
 
 
 @pytest.mark.parametrize("data, path, value, allowed", [
-    ({"system": {"sips": {"count": 17}}}, "system.sips.count", "17", (">= 1", "<= 16")),
-    ({"system": {"sips": {"count": 0}}}, "system.sips.count", "0", (">= 1", "<= 16")),
-    ({"cube": {"noc": {"ucie_connections": 9}}}, "cube.noc.ucie_connections", "9", (">= 1", "<= 8")),
-    ({"pe": {"gemm": {"peak_tflops": 0}}}, "pe.gemm.peak_tflops", "0", ("> 0",)),
-    ({"pe": {"clock_ghz": -1.0}}, "pe.clock_ghz", "-1.0", ("> 0",)),
-    ({"system": {"pcie": {"latency_ns": -1}}}, "system.pcie.latency_ns", "-1", (">= 0",)),
-    ({"cube": {"hbm": {"burst_bytes": 8}}}, "cube.hbm.burst_bytes", "8", (">= 16",)),
-    ({"cube": {"pe_layout": {"pe_per_corner": 5}}}, "cube.pe_layout.pe_per_corner", "5", (">= 1", "<= 4")),
-    ({"sip": {"cube_mesh": {"w": 0}}}, "sip.cube_mesh.w", "0", (">= 1", "<= 16")),
+    ({"system": {"sips": {"count": 17}}}, "system.sips.count", "17", ("from 1 to 16",)),
+    ({"system": {"sips": {"count": 0}}}, "system.sips.count", "0", ("from 1 to 16",)),
+    ({"cube": {"noc": {"ucie_connections": 9}}}, "cube.noc.ucie_connections", "9", ("from 1 to 8",)),
+    ({"pe": {"gemm": {"peak_tflops": 0}}}, "pe.gemm.peak_tflops", "0", ("from 0.001 to 10000",)),
+    ({"pe": {"clock_ghz": -1.0}}, "pe.clock_ghz", "-1.0", ("from 0.001 to 100",)),
+    ({"system": {"pcie": {"latency_ns": -1}}}, "system.pcie.latency_ns", "-1", ("from 0 to 1000000000",)),
+    ({"cube": {"hbm": {"burst_bytes": 8}}}, "cube.hbm.burst_bytes", "8", ("from 16 to 65536",)),
+    ({"cube": {"pe_layout": {"pe_per_corner": 5}}}, "cube.pe_layout.pe_per_corner", "5", ("from 1 to 4",)),
+    ({"sip": {"cube_mesh": {"w": 0}}}, "sip.cube_mesh.w", "0", ("from 1 to 16",)),
 ])
 def test_out_of_range(data, path, value, allowed):
     _raises(data, f"'{path}'", f"= {value}", *allowed)
@@ -411,7 +411,7 @@ def test_invalid_corner_name_rejected():
 def test_grid_elements_range_checked(grid, index):
     # [-2, -3] would satisfy rows * cols == count; each element must be >= 1 on its own.
     _raises({"system": {"sips": {"count": 6, "topology": "torus_2d", "grid": grid}}},
-            f"system.sips.grid[{index}]", ">= 1")
+            f"system.sips.grid[{index}]", "from 1 to 16")
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
@@ -451,3 +451,59 @@ def test_scratch_must_leave_room_for_the_composite_staging_buffers():
     spec_from_dict({"pe": {"tcm": {"scratch_mib": 16.0 - 48 / 1024}}})
     _raises({"pe": {"tcm": {"scratch_mib": 16.0 - 47 / 1024}}}, "pe.tcm.scratch_mib",
             "49152 bytes of composite staging")
+
+
+# --------------------------------------------------------------------------- bounds on work and memory (issue 12)
+
+
+@pytest.mark.parametrize("data, needles", [
+    ({"cube": {"geometry": {"max_spacing_mm": 0.0001}}}, ("'cube.geometry.max_spacing_mm' = 0.0001",
+                                                         "a number from 0.1 to 100")),
+    ({"cube": {"geometry": {"w_mm": 1e6}}}, ("'cube.geometry.w_mm' = 1000000.0", "a number from 1 to 100")),
+    ({"cube": {"hbm": {"pseudo_channels": 800000000}}}, ("= 800000000", "an integer from 1 to 1024")),
+    ({"cube": {"noc": {"link_bw_gbs": 1.0e-300}}}, ("= 1e-300", "a number from 0.001 to 1000000")),
+    ({"system": {"pcie": {"latency_ns": 1e300}}}, ("= 1e+300", "a number from 0 to 1000000000")),
+    ({"pe": {"gemm": {"tile_m": 100000}}}, ("'pe.gemm.tile_m' = 100000", "an integer from 1 to 4096")),
+    ({"fabric": {"flit_bytes": 1}}, ("'fabric.flit_bytes' = 1", "an integer from 16 to 65536")),
+    ({"pe": {"ipcq": {"depth": 10 ** 9}}}, ("'pe.ipcq.depth'", "an integer from 1 to 1024")),
+])
+def test_fields_that_scale_work_or_memory_are_bounded(data, needles):
+    _raises(data, *needles)
+
+
+def test_packet_must_hold_a_control_message():
+    # packet_bytes below control_bytes used to crash the engine with KeyError: 1.
+    _raises({"fabric": {"flit_bytes": 32, "packet_bytes": 32}}, "'fabric.packet_bytes' = 32 is invalid",
+            "at least fabric.control_bytes = 64")
+    assert spec_from_dict({"fabric": {"flit_bytes": 32, "packet_bytes": 64}}).fabric.packet_bytes == 64
+
+
+def test_pes_must_lie_on_the_die():
+    _raises({"cube": {"geometry": {"pe_inset_mm": 50}}}, "'cube.geometry.pe_inset_mm' = 50",
+            "puts PEs outside the 12 x 12 mm cube", "= 53 below w_mm = 12")
+    _raises({"cube": {"geometry": {"pe_pitch_mm": 11}}}, "= 12.5 below w_mm = 12")
+    spec_from_dict({"cube": {"geometry": {"pe_pitch_mm": 10}}})  # 1.5 + 10 = 11.5 mm: on the die
+
+
+def test_hbm_rows_must_lie_inside_the_cube():
+    _raises({"cube": {"geometry": {"hbm_gap_mm": 6}}}, "'cube.geometry.hbm_gap_mm' = 6", "below h_mm / 2 = 6")
+
+
+def test_router_columns_are_bounded():
+    _raises({"cube": {"geometry": {"w_mm": 100, "max_spacing_mm": 1}}}, "about 100 router columns",
+            "max_spacing_mm >= w_mm / 64 = 1.5625")
+    spec_from_dict({"cube": {"geometry": {"w_mm": 100, "max_spacing_mm": 1.6}}})
+
+
+def test_unknown_component_node_type_is_refused():
+    _raises({"components": {"routr": "forwarding"}}, "components: 'routr' is not a node type",
+            "did you mean 'router'?")
+    _raises({"components": {"zzz": "forwarding"}}, "node types: host_cpu, switch")
+
+
+def test_field_docs_state_every_numeric_range():
+    rows = {path: doc for path, doc, _ in field_docs()}
+    assert rows["cube.hbm.pseudo_channels"].endswith("(an integer from 1 to 1024)")
+    assert rows["cube.noc.link_bw_gbs"].endswith("(a number from 0.001 to 1000000)")
+    numeric = [p for p, d in rows.items() if "(an integer" in d or "(a number" in d or "(a list of" in d]
+    assert all(" from " in rows[p] or ">=" in rows[p] for p in numeric), [p for p in numeric if " from " not in rows[p]]

@@ -21,10 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from kernbench.components.pe.ipcq import BUFFER_KINDS
 from kernbench.topology.errors import KernbenchError
+from kernbench.topology.safe_yaml import load_yaml, quote
 
 PACKAGED = Path(__file__).with_name("ccl.yaml")
 
@@ -57,9 +56,10 @@ def load(path: Path | str, algorithm: str | None = None) -> AlgorithmConfig:
     """Read ``path`` and resolve ``algorithm`` (default: ``defaults.algorithm``)."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise CclConfigError(f"{path}: cannot read the collective configuration: {exc}") from None
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CclConfigError(f"{path}: cannot read the collective configuration: {exc.strerror}") from None
+    raw = load_yaml(data, str(path), CclConfigError) or {}
     if not isinstance(raw, dict):
         raise CclConfigError(f"{path}: expected a mapping with 'defaults' and 'algorithms'")
     defaults = raw.get("defaults") or {}
@@ -69,15 +69,17 @@ def load(path: Path | str, algorithm: str | None = None) -> AlgorithmConfig:
     name = algorithm or defaults.get("algorithm")
     if not name:
         raise CclConfigError(f"{path}: no algorithm chosen; set defaults.algorithm or pass algorithm=")
+    if not isinstance(name, str):
+        raise CclConfigError(f"{path}: the algorithm name {quote(name)} is not text; name an entry of 'algorithms'")
     entry = algos.get(name)
     if not isinstance(entry, dict) or not isinstance(entry.get("module"), str):
-        known = ", ".join(algos) or "none"
-        raise CclConfigError(f"{path}: algorithm {name!r} has no entry with a 'module' under 'algorithms' "
+        known = ", ".join(quote(a) for a in algos) or "none"
+        raise CclConfigError(f"{path}: algorithm {quote(name)} has no entry with a 'module' under 'algorithms' "
                              f"(known: {known})")
     world = entry.get("world_size", defaults.get("world_size"))
     if world is not None and (isinstance(world, bool) or not isinstance(world, int) or world < 1):
-        raise CclConfigError(f"{path}: world_size must be a positive integer, got {world!r}")
+        raise CclConfigError(f"{path}: world_size must be a positive integer, got {quote(world)}")
     kind = entry.get("buffer_kind", defaults.get("buffer_kind", "tcm"))
     if kind not in BUFFER_KINDS:
-        raise CclConfigError(f"{path}: buffer_kind {kind!r} is not one of {', '.join(BUFFER_KINDS)}")
+        raise CclConfigError(f"{path}: buffer_kind {quote(kind)} is not one of {', '.join(BUFFER_KINDS)}")
     return AlgorithmConfig(name, entry["module"], kind, world, str(path))

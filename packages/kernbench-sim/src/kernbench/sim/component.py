@@ -21,6 +21,7 @@ from kernbench.sim.errors import ComponentError
 from kernbench.sim.fabric import Packet
 from kernbench.sim.messages import MessageKind
 from kernbench.topology.graph import Node, TopologyGraph
+from kernbench.topology.safe_yaml import quote
 
 
 class Component:
@@ -110,16 +111,20 @@ class ComponentRegistry:
             raise ComponentError(f"unknown component implementation {name!r}; known: "
                                  f"{', '.join(self.names)}") from None
 
-    def build(self, engine: Any, graph: TopologyGraph) -> ComponentMap:
-        """One component per node whose type has a binding, each created on first access."""
-        bindings = graph.spec.component_bindings
+    def check(self, spec: Any) -> dict[str, ComponentFactory]:
+        """The factory bound to each node type of ``spec``; :class:`ComponentError` naming the first binding to
+        an unknown implementation (every command checks this, not only those that build an engine)."""
         factories = {}
-        for node_type, name in bindings.items():
+        for node_type, name in spec.component_bindings.items():
             if name not in self._impls:
-                raise ComponentError(f"{graph.spec.source}: components.{node_type} = {name!r} is an unknown "
+                raise ComponentError(f"{spec.source}: components.{node_type} = {quote(name)} is an unknown "
                                      f"component implementation; known: {', '.join(self.names)}")
             factories[node_type] = self._impls[name]
-        return ComponentMap(engine, graph, factories)
+        return factories
+
+    def build(self, engine: Any, graph: TopologyGraph) -> ComponentMap:
+        """One component per node whose type has a binding, each created on first access."""
+        return ComponentMap(engine, graph, self.check(graph.spec))
 
 
 class ComponentMap(Mapping):

@@ -37,6 +37,8 @@ from pathlib import Path
 
 import yaml
 
+from kernbench.topology.errors import SpecError
+from kernbench.topology.safe_yaml import load_yaml
 from kernbench.topology.spec import TopologySpec
 
 MESH_FORMAT = 1
@@ -227,13 +229,13 @@ def _read_cache(path: Path, spec: TopologySpec) -> CubeMesh | None:
     except OSError:
         return None
     try:
-        data = yaml.safe_load(raw.decode("utf-8"))
+        data = load_yaml(raw, str(path), SpecError)
         if not isinstance(data, dict):
             raise ValueError(f"the document is a {type(data).__name__}, not a mapping")
         if data.get("source_hash") != source_hash(spec):
             return None
         return _from_yaml(data, spec)
-    except (UnicodeDecodeError, yaml.YAMLError, ValueError, TypeError, KeyError, AttributeError) as exc:
+    except (SpecError, ValueError, TypeError, KeyError, AttributeError) as exc:
         msg = " ".join(str(exc).split())[:120]
         warnings.warn(f"cube-mesh cache {path} is unusable ({type(exc).__name__}: {msg}); regenerating it",
                       CacheWarning, stacklevel=3)

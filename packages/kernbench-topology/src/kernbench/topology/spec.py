@@ -19,14 +19,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kernbench.topology.errors import SpecError
+from kernbench.topology.safe_yaml import MAX_BYTES, load_yaml, quote
 from kernbench.topology.tcm_layout import TcmLayout
 
 SIP_TOPOLOGIES = ("ring_1d", "torus_2d", "mesh_2d_no_wrap")
 CORNERS = ("NW", "NE", "SW", "SE")
 VIEW_NAMES = ("system", "sip", "cube", "pe")
+
+# Bounds shared by many fields. They are wide (far beyond any hardware we model) and exist so that a typo
+# cannot make a run hang, exhaust memory or report absurd numbers: a bandwidth of 1e-300 GB/s is a mistake,
+# never a study. Every field states its range in the schema (``field_docs``) and in its error.
+BW = {"lo": 1e-3, "hi": 1e6}         # GB/s: 1 MB/s .. 1 PB/s
+LATENCY = {"lo": 0.0, "hi": 1e9}     # ns: up to one second
+OVERHEAD = {"lo": 0.0, "hi": 1e6}    # ns: up to one millisecond
+SIZE_MM = {"lo": 1e-3, "hi": 100.0}  # mm on a die or package
+GAP_MM = {"lo": 0.0, "hi": 1000.0}   # mm between dies or packages
+MAX_ROUTER_COLUMNS = 64              # router columns a cube row may hold (w_mm / max_spacing_mm)
 
 
 def _f(default: Any, doc: str, *, lo: float | None = None, hi: float | None = None,
@@ -52,18 +61,18 @@ class SipsSpec:
 
     count: int = _f(2, "number of SIPs on the tray", lo=1, hi=16)
     topology: str = _f("ring_1d", "logical SIP topology", choices=SIP_TOPOLOGIES)
-    grid: tuple[int, int] = _f((1, 2), "SIP grid [rows, cols] for 2D topologies; rows*cols == count", lo=1)
+    grid: tuple[int, int] = _f((1, 2), "SIP grid [rows, cols] for 2D topologies; rows*cols == count", lo=1, hi=16)
 
 
 @dataclass(frozen=True)
 class PcieSpec:
     """PCIe links: host to switch and switch to each SIP's endpoint."""
 
-    bw_gbs: float = _f(768.0, "bandwidth per endpoint link, GB/s", positive=True)
-    latency_ns: float = _f(50.0, "propagation latency per PCIe link, ns", lo=0.0)
-    endpoint_overhead_ns: float = _f(10.0, "protocol processing at each PCIe endpoint, ns", lo=0.0)
-    switch_overhead_ns: float = _f(20.0, "forwarding overhead of the tray switch, ns", lo=0.0)
-    host_overhead_ns: float = _f(0.0, "host-side issue overhead, ns", lo=0.0)
+    bw_gbs: float = _f(768.0, "bandwidth per endpoint link, GB/s", **BW)
+    latency_ns: float = _f(50.0, "propagation latency per PCIe link, ns", **LATENCY)
+    endpoint_overhead_ns: float = _f(10.0, "protocol processing at each PCIe endpoint, ns", **OVERHEAD)
+    switch_overhead_ns: float = _f(20.0, "forwarding overhead of the tray switch, ns", **OVERHEAD)
+    host_overhead_ns: float = _f(0.0, "host-side issue overhead, ns", **OVERHEAD)
 
 
 @dataclass(frozen=True)
@@ -72,7 +81,7 @@ class SystemSpec:
 
     sips: SipsSpec = _sub(SipsSpec)
     pcie: PcieSpec = _sub(PcieSpec)
-    sip_gap_mm: float = _f(10.0, "gap between SIP packages on the tray, mm", lo=0.0)
+    sip_gap_mm: float = _f(10.0, "gap between SIP packages on the tray, mm", **GAP_MM)
 
 
 # --------------------------------------------------------------------------- sip
@@ -84,28 +93,29 @@ class CubeMeshSpec:
 
     w: int = _f(4, "cubes per mesh row", lo=1, hi=16)
     h: int = _f(4, "cubes per mesh column", lo=1, hi=16)
-    gap_mm: float = _f(2.0, "die-to-die gap between neighbouring cubes, mm", lo=0.0)
+    gap_mm: float = _f(2.0, "die-to-die gap between neighbouring cubes, mm", **GAP_MM)
 
 
 @dataclass(frozen=True)
 class IoSpec:
     """The IO chiplet: PCIe endpoint, IO NoC, IO control CPU."""
 
-    attach_cube: int = _f(0, "index of the cube the IO chiplet's UCIe link attaches to", lo=0)
-    noc_bw_gbs: float = _f(512.0, "IO NoC internal link bandwidth, GB/s", positive=True)
-    noc_overhead_ns: float = _f(2.0, "IO NoC forwarding overhead, ns", lo=0.0)
-    io_cpu_overhead_ns: float = _f(20.0, "IO control CPU per-message overhead, ns", lo=0.0)
-    w_mm: float = _f(6.0, "IO chiplet width in the SIP diagram, mm", positive=True)
+    attach_cube: int = _f(0, "index of the cube the IO chiplet's UCIe link attaches to (in the west column)",
+                         lo=0, hi=255)
+    noc_bw_gbs: float = _f(512.0, "IO NoC internal link bandwidth, GB/s", **BW)
+    noc_overhead_ns: float = _f(2.0, "IO NoC forwarding overhead, ns", **OVERHEAD)
+    io_cpu_overhead_ns: float = _f(20.0, "IO control CPU per-message overhead, ns", **OVERHEAD)
+    w_mm: float = _f(6.0, "IO chiplet width in the SIP diagram, mm", **SIZE_MM)
 
 
 @dataclass(frozen=True)
 class UcieSpec:
     """UCIe die-to-die links between neighbouring cubes and to the IO chiplet."""
 
-    bw_gbs: float = _f(512.0, "bandwidth per UCIe link, GB/s", positive=True)
-    latency_ns: float = _f(8.0, "PHY-to-PHY crossing latency, ns", lo=0.0)
-    phy_overhead_ns: float = _f(0.0, "forwarding overhead of each UCIe PHY node, ns", lo=0.0)
-    routing_weight_mm: float = _f(1.0, "Dijkstra weight of one die crossing, mm-equivalent", positive=True)
+    bw_gbs: float = _f(512.0, "bandwidth per UCIe link, GB/s", **BW)
+    latency_ns: float = _f(8.0, "PHY-to-PHY crossing latency, ns", **LATENCY)
+    phy_overhead_ns: float = _f(0.0, "forwarding overhead of each UCIe PHY node, ns", **OVERHEAD)
+    routing_weight_mm: float = _f(1.0, "Dijkstra weight of one die crossing, mm-equivalent", lo=1e-3, hi=1e4)
 
 
 @dataclass(frozen=True)
@@ -124,12 +134,15 @@ class SipSpec:
 class GeometrySpec:
     """Physical size of one cube die (mesh-layout input)."""
 
-    w_mm: float = _f(12.0, "cube width, mm", positive=True)
-    h_mm: float = _f(12.0, "cube height, mm", positive=True)
-    pe_inset_mm: float = _f(1.5, "distance of corner PEs from the cube edges, mm", positive=True)
-    pe_pitch_mm: float = _f(3.0, "spacing between the PEs of one corner, mm", positive=True)
-    max_spacing_mm: float = _f(3.0, "largest router column gap before a relay column is inserted, mm", positive=True)
-    hbm_gap_mm: float = _f(1.5, "distance from the cube centre line to the HBM router rows, mm", positive=True)
+    w_mm: float = _f(12.0, "cube width, mm", lo=1.0, hi=100.0)
+    h_mm: float = _f(12.0, "cube height, mm", lo=1.0, hi=100.0)
+    pe_inset_mm: float = _f(1.5, "distance of corner PEs from the cube edges, mm; every PE lies on the die: "
+                             "pe_inset_mm + (pe_per_corner - 1) * pe_pitch_mm < w_mm and pe_inset_mm < h_mm", **SIZE_MM)
+    pe_pitch_mm: float = _f(3.0, "spacing between the PEs of one corner, mm", **SIZE_MM)
+    max_spacing_mm: float = _f(3.0, "largest router column gap before a relay column is inserted, mm; "
+                                f"w_mm / max_spacing_mm <= {MAX_ROUTER_COLUMNS}", lo=0.1, hi=100.0)
+    hbm_gap_mm: float = _f(1.5, "distance from the cube centre line to the HBM router rows, mm; below h_mm / 2",
+                            **SIZE_MM)
 
 
 @dataclass(frozen=True)
@@ -144,9 +157,9 @@ class PeLayoutSpec:
 class NocSpec:
     """The cube's router mesh."""
 
-    link_bw_gbs: float = _f(256.0, "router-to-router and attachment link bandwidth, GB/s", positive=True)
-    router_overhead_ns: float = _f(2.0, "per-router forwarding overhead, ns", lo=0.0)
-    wire_ns_per_mm: float = _f(0.1, "on-die wire propagation delay, ns per mm", lo=0.0)
+    link_bw_gbs: float = _f(256.0, "router-to-router and attachment link bandwidth, GB/s", **BW)
+    router_overhead_ns: float = _f(2.0, "per-router forwarding overhead, ns", **OVERHEAD)
+    wire_ns_per_mm: float = _f(0.1, "on-die wire propagation delay, ns per mm", lo=0.0, hi=1000.0)
     ucie_connections: int = _f(2, "UCIe PHYs per cube side (mesh-layout input)", lo=1, hi=8)
 
 
@@ -154,11 +167,12 @@ class NocSpec:
 class HbmSpec:
     """The cube's HBM: capacity, bandwidth and per-PE pseudo-channel partition."""
 
-    capacity_gib: float = _f(48.0, "HBM capacity per cube, GiB", positive=True)
-    bw_gbs: float = _f(1024.0, "aggregate HBM bandwidth per cube, GB/s", positive=True)
-    pseudo_channels: int = _f(64, "pseudo-channels per cube, split evenly over the PEs", lo=1)
-    burst_bytes: int = _f(256, "bytes per pseudo-channel burst (channel interleave granule)", lo=16)
-    ctrl_overhead_ns: float = _f(10.0, "controller pickup overhead per request, ns", lo=0.0)
+    capacity_gib: float = _f(48.0, "HBM capacity per cube, GiB; at most 512 (the address layout)", lo=0.001)
+    bw_gbs: float = _f(1024.0, "aggregate HBM bandwidth per cube, GB/s", **BW)
+    pseudo_channels: int = _f(64, "pseudo-channels per cube, split evenly over the PEs (a multiple of the PEs "
+                                   "per cube)", lo=1, hi=1024)
+    burst_bytes: int = _f(256, "bytes per pseudo-channel burst (channel interleave granule)", lo=16, hi=65536)
+    ctrl_overhead_ns: float = _f(10.0, "controller pickup overhead per request, ns", **OVERHEAD)
     mapping_mode: str = _f("per_pe", "HBM partitioning (mesh-layout input)", choices=("per_pe",))
 
 
@@ -166,24 +180,25 @@ class HbmSpec:
 class SramSpec:
     """The cube's shared SRAM scratchpad."""
 
-    capacity_mib: float = _f(32.0, "SRAM capacity per cube, MiB", positive=True)
-    link_bw_gbs: float = _f(128.0, "router-to-SRAM link bandwidth, GB/s", positive=True)
-    overhead_ns: float = _f(5.0, "SRAM access overhead per request, ns", lo=0.0)
+    capacity_mib: float = _f(32.0, "SRAM capacity per cube, MiB; at most 16384 (the address layout)",
+                              lo=0.001)
+    link_bw_gbs: float = _f(128.0, "router-to-SRAM link bandwidth, GB/s", **BW)
+    overhead_ns: float = _f(5.0, "SRAM access overhead per request, ns", **OVERHEAD)
 
 
 @dataclass(frozen=True)
 class MCpuSpec:
     """The cube's management CPU."""
 
-    overhead_ns: float = _f(10.0, "per-message overhead, ns", lo=0.0)
+    overhead_ns: float = _f(10.0, "per-message overhead, ns", **OVERHEAD)
 
 
 @dataclass(frozen=True)
 class PlacementSpec:
     """Placement of cube-level units on the die (mesh-layout input)."""
 
-    m_cpu_pos_mm: tuple[float, float] = _f((1.5, 5.5), "M_CPU position [x, y], mm")
-    sram_pos_mm: tuple[float, float] = _f((1.5, 8.5), "SRAM position [x, y], mm")
+    m_cpu_pos_mm: tuple[float, float] = _f((1.5, 5.5), "M_CPU position [x, y], mm, inside the cube", lo=0.0, hi=100.0)
+    sram_pos_mm: tuple[float, float] = _f((1.5, 8.5), "SRAM position [x, y], mm, inside the cube", lo=0.0, hi=100.0)
 
 
 @dataclass(frozen=True)
@@ -206,47 +221,50 @@ class CubeSpec:
 class GemmSpec:
     """The PE's matrix engine."""
 
-    peak_tflops: float = _f(8.0, "f16 peak throughput, TFLOP/s", positive=True)
-    tile_m: int = _f(32, "tile rows (M)", lo=1)
-    tile_n: int = _f(64, "tile columns (N)", lo=1)
-    tile_k: int = _f(32, "tile depth (K)", lo=1)
+    peak_tflops: float = _f(8.0, "f16 peak throughput, TFLOP/s", lo=1e-3, hi=1e4)
+    tile_m: int = _f(32, "tile rows (M)", lo=1, hi=4096)
+    tile_n: int = _f(64, "tile columns (N)", lo=1, hi=4096)
+    tile_k: int = _f(32, "tile depth (K)", lo=1, hi=4096)
 
 
 @dataclass(frozen=True)
 class TcmSpec:
     """The PE's tightly coupled memory."""
 
-    capacity_mib: float = _f(16.0, "TCM capacity, MiB", positive=True)
-    read_bw_gbs: float = _f(512.0, "TCM read bandwidth, GB/s", positive=True)
-    write_bw_gbs: float = _f(512.0, "TCM write bandwidth, GB/s", positive=True)
-    scratch_mib: float = _f(1.0, "kernel scratch region inside the TCM, MiB", positive=True)
+    capacity_mib: float = _f(16.0, "TCM capacity, MiB; at most 16384 (the address layout)", lo=0.001)
+    read_bw_gbs: float = _f(512.0, "TCM read bandwidth, GB/s", **BW)
+    write_bw_gbs: float = _f(512.0, "TCM write bandwidth, GB/s", **BW)
+    scratch_mib: float = _f(1.0, "kernel scratch region inside the TCM, MiB; at most capacity_mib", lo=0.001,
+                             hi=16384.0)
 
 
 @dataclass(frozen=True)
 class DmaSpec:
     """The PE's DMA engine."""
 
-    read_channels: int = _f(1, "concurrent read DMAs", lo=1)
-    write_channels: int = _f(1, "concurrent write DMAs", lo=1)
-    overhead_ns: float = _f(2.0, "per-descriptor DMA setup overhead, ns", lo=0.0)
+    read_channels: int = _f(1, "concurrent read DMAs", lo=1, hi=64)
+    write_channels: int = _f(1, "concurrent write DMAs", lo=1, hi=64)
+    overhead_ns: float = _f(2.0, "per-descriptor DMA setup overhead, ns", **OVERHEAD)
 
 
 @dataclass(frozen=True)
 class CostModelSpec:
     """Command-issue cost model: FIXED + logical_bytes x R cycles per command."""
 
-    fixed_cycles: float = _f(40.0, "fixed cycles per command", lo=0.0)
-    r_cycles_per_byte: float = _f(0.0625, "cycles per logical descriptor byte", lo=0.0)
-    max_composite_logical_bytes: int = _f(1024, "largest composite descriptor, bytes", lo=1)
+    fixed_cycles: float = _f(40.0, "fixed cycles per command", lo=0.0, hi=1e6)
+    r_cycles_per_byte: float = _f(0.0625, "cycles per logical descriptor byte", lo=0.0, hi=1000.0)
+    max_composite_logical_bytes: int = _f(1024, "largest composite descriptor, bytes", lo=1, hi=1 << 20)
 
 
 @dataclass(frozen=True)
 class IpcqSpec:
     """PE_IPCQ: the per-direction receive rings that PE-to-PE messages land in."""
 
-    depth: int = _f(2, "slots per receive ring (messages a sender may have in flight per direction)", lo=1)
-    slot_kib: float = _f(128.0, "bytes per slot, KiB: the largest message one send can carry", positive=True)
-    overhead_ns: float = _f(2.0, "PE_IPCQ per-message processing overhead, ns", lo=0.0)
+    depth: int = _f(2, "slots per receive ring (messages a sender may have in flight per direction)", lo=1,
+                    hi=1024)
+    slot_kib: float = _f(128.0, "bytes per slot, KiB: the largest message one send can carry", lo=0.0625,
+                          hi=1 << 20)
+    overhead_ns: float = _f(2.0, "PE_IPCQ per-message processing overhead, ns", **OVERHEAD)
 
     @property
     def slot_bytes(self) -> int:
@@ -258,19 +276,19 @@ class IpcqSpec:
 class PeSpec:
     """One processing element."""
 
-    clock_ghz: float = _f(1.0, "PE clock, GHz", positive=True)
-    cpu_overhead_ns: float = _f(2.0, "PE_CPU per-message overhead, ns", lo=0.0)
-    scheduler_overhead_ns: float = _f(1.0, "PE_SCHEDULER per-command overhead, ns", lo=0.0)
-    internal_bw_gbs: float = _f(512.0, "bandwidth of links between PE blocks, GB/s", positive=True)
-    math_lanes: int = _f(64, "elements the math engine processes per cycle", lo=1)
-    mmu_page_bytes: int = _f(4096, "MMU page size, bytes (a power of two)", lo=256)
-    mmu_translate_ns: float = _f(1.0, "time a DMA pays to translate a virtual address, ns", lo=0.0)
+    clock_ghz: float = _f(1.0, "PE clock, GHz", lo=1e-3, hi=100.0)
+    cpu_overhead_ns: float = _f(2.0, "PE_CPU per-message overhead, ns", **OVERHEAD)
+    scheduler_overhead_ns: float = _f(1.0, "PE_SCHEDULER per-command overhead, ns", **OVERHEAD)
+    internal_bw_gbs: float = _f(512.0, "bandwidth of links between PE blocks, GB/s", **BW)
+    math_lanes: int = _f(64, "elements the math engine processes per cycle", lo=1, hi=65536)
+    mmu_page_bytes: int = _f(4096, "MMU page size, bytes (a power of two)", lo=256, hi=1 << 30)
+    mmu_translate_ns: float = _f(1.0, "time a DMA pays to translate a virtual address, ns", **OVERHEAD)
     gemm: GemmSpec = _sub(GemmSpec)
     tcm: TcmSpec = _sub(TcmSpec)
     dma: DmaSpec = _sub(DmaSpec)
     cost_model: CostModelSpec = _sub(CostModelSpec)
     ipcq: IpcqSpec = _sub(IpcqSpec)
-    w_mm: float = _f(2.0, "PE block size in the cube diagram, mm", positive=True)
+    w_mm: float = _f(2.0, "PE block size in the cube diagram, mm", **SIZE_MM)
 
 
 # --------------------------------------------------------------------------- fabric
@@ -280,9 +298,11 @@ class PeSpec:
 class FabricSpec:
     """How payloads cross wires."""
 
-    flit_bytes: int = _f(256, "flit size; a wire serialises one flit in flit_bytes / bw", lo=1)
-    packet_bytes: int = _f(4096, "largest packet; concurrent streams interleave per packet", lo=1)
-    control_bytes: int = _f(64, "size of a control message (command, launch, ack)", lo=1)
+    flit_bytes: int = _f(256, "flit size; a wire serialises one flit in flit_bytes / bw", lo=16, hi=65536)
+    packet_bytes: int = _f(4096, "largest packet; concurrent streams interleave per packet; a multiple of "
+                                "flit_bytes and at least control_bytes", lo=16, hi=1 << 20)
+    control_bytes: int = _f(64, "size of a control message (command, launch, ack); at most packet_bytes", lo=1,
+                             hi=65536)
 
 
 DEFAULT_COMPONENTS: tuple[tuple[str, str], ...] = (
@@ -361,16 +381,28 @@ class TopologySpec:
 
 
 def _describe(meta: dict[str, Any], typ: Any) -> str:
+    """What a field allows, in words: its type and range, or its choices."""
     if meta.get("choices"):
         return "one of " + ", ".join(repr(c) for c in meta["choices"])
+    lo, hi = meta.get("lo"), meta.get("hi")
     parts = [_type_name(typ)]
-    if meta.get("positive"):
-        parts.append("> 0")
-    if meta.get("lo") is not None:
-        parts.append(f">= {meta['lo']:g}")
-    if meta.get("hi") is not None:
-        parts.append(f"<= {meta['hi']:g}")
+    if lo is not None and hi is not None:
+        parts.append(f"from {_num(lo)} to {_num(hi)}")
+    elif meta.get("positive") and hi is not None:
+        parts.append(f"> 0 and <= {_num(hi)}")
+    else:
+        if meta.get("positive"):
+            parts.append("> 0")
+        if lo is not None:
+            parts.append(f">= {_num(lo)}")
+        if hi is not None:
+            parts.append(f"<= {_num(hi)}")
     return " ".join(parts)
+
+
+def _num(x: float) -> str:
+    """A bound as people write it: whole numbers in full up to ten digits, else ``%g``."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e10 else f"{x:g}"
 
 
 def _type_name(typ: Any) -> str:
@@ -388,7 +420,7 @@ class _Loader:
         self.source = source
 
     def fail(self, path: str, value: Any, expected: str) -> SpecError:
-        return SpecError(f"{self.source}: field '{path}' = {value!r} is invalid; expected {expected}")
+        return SpecError(f"{self.source}: field '{path}' = {quote(value)} is invalid; expected {expected}")
 
     def build(self, cls: type, data: Any, path: str) -> Any:
         if data is None:
@@ -400,9 +432,9 @@ class _Loader:
         unknown = [k for k in data if k not in fields]
         if unknown:
             key = unknown[0]
-            near = difflib.get_close_matches(str(key), list(fields), n=1)
+            near = difflib.get_close_matches(str(key)[:80], list(fields), n=1)
             hint = f"; did you mean '{near[0]}'?" if near else f"; known fields: {', '.join(fields)}"
-            raise SpecError(f"{self.source}: unknown field '{_join(path, str(key))}'{hint}")
+            raise SpecError(f"{self.source}: unknown field {quote(_join(path, str(key)))}{hint}")
         kwargs = {}
         for name, f in fields.items():
             if name not in data:
@@ -475,6 +507,11 @@ class _Loader:
                 isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
             raise self.fail(path, raw, "a mapping of node type -> implementation name")
         merged = dict(DEFAULT_COMPONENTS)
+        for key in raw:
+            if key not in merged:
+                near = difflib.get_close_matches(key[:80], list(merged), n=1)
+                hint = f"did you mean '{near[0]}'?" if near else f"node types: {', '.join(merged)}"
+                raise SpecError(f"{self.source}: components: {quote(key)} is not a node type; {hint}")
         merged.update(raw)
         return tuple(merged.items())
 
@@ -516,6 +553,9 @@ def _check_consistency(spec: TopologySpec) -> None:
     if spec.fabric.packet_bytes % spec.fabric.flit_bytes:
         raise SpecError(f"{src}: field 'fabric.packet_bytes' = {spec.fabric.packet_bytes} is invalid; "
                         f"expected a multiple of fabric.flit_bytes = {spec.fabric.flit_bytes}")
+    if spec.fabric.packet_bytes < spec.fabric.control_bytes:
+        raise SpecError(f"{src}: field 'fabric.packet_bytes' = {spec.fabric.packet_bytes} is invalid; expected at "
+                        f"least fabric.control_bytes = {spec.fabric.control_bytes} (a control message is one packet)")
     page = spec.pe.mmu_page_bytes
     if page & (page - 1):
         raise SpecError(f"{src}: field 'pe.mmu_page_bytes' = {page} is invalid; expected a power of two")
@@ -524,6 +564,23 @@ def _check_consistency(spec: TopologySpec) -> None:
                         f"pe.tcm.capacity_mib = {spec.pe.tcm.capacity_mib}")
     TcmLayout.of(spec).check(src)
     geo = spec.cube.geometry
+    layout = spec.cube.pe_layout
+    reach = geo.pe_inset_mm + (layout.pe_per_corner - 1) * geo.pe_pitch_mm
+    if reach >= geo.w_mm or geo.pe_inset_mm >= geo.h_mm:
+        raise SpecError(f"{src}: field 'cube.geometry.pe_inset_mm' = {geo.pe_inset_mm:g} with pe_pitch_mm = "
+                        f"{geo.pe_pitch_mm:g} and {layout.pe_per_corner} PEs per corner puts PEs outside the "
+                        f"{geo.w_mm:g} x {geo.h_mm:g} mm cube; expected pe_inset_mm + (pe_per_corner - 1) * "
+                        f"pe_pitch_mm = {reach:g} below w_mm = {geo.w_mm:g} and pe_inset_mm below h_mm = "
+                        f"{geo.h_mm:g}")
+    if geo.hbm_gap_mm >= geo.h_mm / 2:
+        raise SpecError(f"{src}: field 'cube.geometry.hbm_gap_mm' = {geo.hbm_gap_mm:g} is invalid; expected below "
+                        f"h_mm / 2 = {geo.h_mm / 2:g} (the HBM router rows sit inside the cube)")
+    columns = math.ceil(geo.w_mm / geo.max_spacing_mm)
+    if columns > MAX_ROUTER_COLUMNS:
+        raise SpecError(f"{src}: field 'cube.geometry.max_spacing_mm' = {geo.max_spacing_mm:g} would put about "
+                        f"{columns:,} router columns across the {geo.w_mm:g} mm cube; expected at most "
+                        f"{MAX_ROUTER_COLUMNS}: max_spacing_mm >= w_mm / {MAX_ROUTER_COLUMNS} = "
+                        f"{geo.w_mm / MAX_ROUTER_COLUMNS:g}")
     for name, (x, y) in (("m_cpu_pos_mm", spec.cube.placement.m_cpu_pos_mm),
                          ("sram_pos_mm", spec.cube.placement.sram_pos_mm)):
         if not (0 <= x <= geo.w_mm and 0 <= y <= geo.h_mm):
@@ -539,17 +596,11 @@ def spec_from_dict(data: Any, source: str = "<dict>") -> TopologySpec:
     return spec
 
 
-def spec_from_yaml(text: str, source: str) -> TopologySpec:
-    """Parse and validate topology YAML ``text``; ``source`` names it in errors (a path, ``builtin:NAME``)."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        problem = exc.problem or exc.context or "syntax error"
-        raise SpecError(f"{source}: malformed YAML at {where}: {problem}") from None
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{source}: malformed YAML: {exc}") from None
+def spec_from_yaml(text: str | bytes, source: str) -> TopologySpec:
+    """Parse and validate topology YAML ``text`` (or raw bytes); ``source`` names it in errors (a path,
+    ``builtin:NAME``). Parsing is :func:`kernbench.topology.safe_yaml.load_yaml`: plain data only, no duplicate
+    keys, bounded size and aliases."""
+    data = load_yaml(text, source, SpecError)
     if data is not None and not isinstance(data, dict):
         raise SpecError(f"{source}: the document root must be a mapping of sections, got {type(data).__name__}")
     return spec_from_dict(data or {}, source)
@@ -563,11 +614,19 @@ def load_spec(path: str | Path) -> TopologySpec:
                         f"(`kernbench topology --list`), or nothing for the builtin default")
     if not p.is_file():
         raise SpecError(f"topology path is not a file: {p}")
-    return spec_from_yaml(p.read_text(encoding="utf-8"), str(p))
+    try:
+        size = p.stat().st_size
+        if size > MAX_BYTES:
+            raise SpecError(f"{p}: the file is {size:,} bytes, more than the {MAX_BYTES:,} a topology may hold; "
+                            f"is this the right file?")
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise SpecError(f"cannot read topology file {p}: {exc.strerror}") from None
+    return spec_from_yaml(raw, str(p))
 
 
 def field_docs() -> list[tuple[str, str, Any]]:
-    """Every leaf field as (dotted path, description, default), for documentation."""
+    """Every leaf field as (dotted path, description with its allowed values, default), for documentation."""
     rows: list[tuple[str, str, Any]] = []
 
     def walk(cls: type, prefix: str) -> None:
@@ -579,7 +638,10 @@ def field_docs() -> list[tuple[str, str, Any]]:
             if dataclasses.is_dataclass(hints[f.name]):
                 walk(hints[f.name], path)
             else:
-                rows.append((path, f.metadata.get("doc", ""), f.default))
+                allowed = _describe(dict(f.metadata), hints[f.name]) if path not in ("components", "disabled_links") \
+                    else ""
+                doc = f.metadata.get("doc", "")
+                rows.append((path, f"{doc} ({allowed})" if allowed else doc, f.default))
 
     walk(TopologySpec, "")
     return rows

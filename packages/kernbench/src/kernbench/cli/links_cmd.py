@@ -12,8 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from kernbench.cli.topo import load_graph
 from kernbench.sim.links import LinksFileError, LinksReport, check_topology, format_top, read_links
-from kernbench.topology import TopologyGraph, resolve
+from kernbench.topology import TopologyGraph
 from kernbench.topology.heatmap import SCOPES, HeatmapInfo, write_heatmap
 
 
@@ -41,7 +42,7 @@ def topology_of(report: LinksReport, topology: str | None, where: str) -> Topolo
         raise LinksFileError(f"{where} does not name its topology file; pass --topology YAML")
     if topology is None and not str(path).startswith("builtin:") and not Path(str(path)).exists():
         raise LinksFileError(f"{where} was recorded on {path}, which does not exist here; pass --topology YAML")
-    graph = resolve(str(path))
+    graph = load_graph(str(path))
     check_topology(report, graph, where)
     return graph
 

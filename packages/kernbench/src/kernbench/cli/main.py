@@ -111,9 +111,9 @@ def _dispatch(args) -> int:
         return run_study_command(args) if args.command == "study" else run_report_command(args)
     from kernbench.cli.probe import run_probe
     from kernbench.cli.report import print_probe
-    from kernbench.topology import resolve
+    from kernbench.cli.topo import load_graph
 
-    result = run_probe(resolve(args.topology), args.case)
+    result = run_probe(load_graph(args.topology), args.case)
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:

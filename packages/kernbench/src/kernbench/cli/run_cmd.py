@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 from kernbench.cli.progress import Progress
+from kernbench.cli.topo import load_graph
 from kernbench.runtime.bench import BenchError, BenchResult, discover, run_bench
 from kernbench.runtime.params import parse_assignments
 from kernbench.sim.chrome_trace import write_chrome_trace
 from kernbench.sim.links import format_top, link_report, write_links
-from kernbench.topology import resolve
 
 
 def _warn_problems(registry) -> None:
@@ -102,7 +102,7 @@ def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_jso
     out = trace_path(trace, info.name) if trace else None
     if links_top < 0:
         raise BenchError(f"--links-top {links_top} must be 0 or more")
-    graph = resolve(topology)
+    graph = load_graph(topology)
     devices = _devices(device, graph.spec.system.sips.count)
     if (links or links_top) and len(devices) > 1:
         raise BenchError(f"--links/--links-top describe one simulation, but --device {device} runs {len(devices)}; "

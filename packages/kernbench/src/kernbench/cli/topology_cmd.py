@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kernbench.topology import TopologyGraph, builtin_names, resolve
+from kernbench.cli.topo import load_graph
+from kernbench.topology import TopologyGraph, builtin_names
 from kernbench.topology.builtins import export as export_builtin
 
 
@@ -33,7 +34,7 @@ def run_topology(path: str | None, *, as_json: bool, diagrams: str | None, list_
     if export:
         print(f"wrote {export_builtin(*export)}")
         return 0
-    graph = resolve(path)
+    graph = load_graph(path)
     info = summary(graph)
     written: list[Path] = []
     if diagrams:

@@ -30,10 +30,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run_web(args: argparse.Namespace) -> int:
     """Check the inputs, then export the viewer or serve it until Ctrl-C."""
+    from kernbench.cli.topo import load_graph
     from kernbench.cli.web import ViewerInputError, ViewerServer, ViewerState, export_viewer, is_loopback
     from kernbench.cli.web.model import load_links, read_run
     from kernbench.sim.links import read_links
-    from kernbench.topology import resolve
 
     if args.view not in LEVELS:
         raise ViewerInputError(f"unknown view {args.view!r} for --view; use one of {', '.join(LEVELS)}")
@@ -44,7 +44,7 @@ def run_web(args: argparse.Namespace) -> int:
         named = read_links(args.links).run.get("topology_file")
         topology = str(named) if named and (str(named).startswith("builtin:") or Path(str(named)).exists()) else None
     print(f"kernbench web: compiling {topology or 'the builtin default topology'} …", file=sys.stderr, flush=True)
-    graph = resolve(topology)
+    graph = load_graph(topology)
     initial = {"view": args.view}
     if args.export:
         run = read_run(args.run) if args.run else None
