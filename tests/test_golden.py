@@ -76,3 +76,37 @@ def test_committed_cases_record_a_real_run(case_id):
     entry = golden.load()[case_id]
     assert entry["ok"] and entry["records"] > 0 and entry["events"] > 0
     assert float.fromhex(entry["clock"]) >= entry["latency_ns"] > 0
+
+
+#: What a data-mode run must share with its timing-mode twin (everything but the bytes in memory): DESIGN
+#: invariant 4, ADR 0007 and 0027.
+_TIMING_FIELDS = ("ok", "latency_ns", "records", "oplog", "events", "clock", "links", "summary", "launches",
+                  "commands")
+
+
+def test_data_mode_never_changes_timing_for_any_registered_bench():
+    # test_golden_digests_match proves these digests are what the code produces; here every data case must
+    # equal its timing case field for field. Verification read-backs (torch.peek) take no simulated time.
+    committed = golden.load()
+    for case in golden.cases(golden.registered_benches()):
+        if not case.data:
+            continue
+        data = committed[case.id]
+        timing = committed[case.id.removesuffix("/data") + "/timing"]
+        moved = [f for f in _TIMING_FIELDS if data[f] != timing[f]]
+        assert not moved, f"{case.id}: data mode changes {moved}"
+        assert data["memory"] is not None and timing["memory"] is None
+
+
+@pytest.mark.slow
+def test_data_mode_never_changes_the_reported_results_of_any_bench():
+    """Every registered bench at its defaults, directly: latency_ns, op_counts, engines, stages, metrics."""
+    from kernbench.runtime.bench import discover, run_bench
+    from kernbench.topology import builtin
+
+    graph = builtin()
+    for info in discover().benches:
+        timing, data = (run_bench(info, graph, 0, data=d).to_json() for d in (False, True))
+        assert timing["ok"] and data["ok"], (info.name, timing["error"], data["error"])
+        for key in ("latency_ns", "op_counts", "engines", "stages", "metrics", "pe_exec_start_ns", "events"):
+            assert timing[key] == data[key], (info.name, key)

@@ -236,12 +236,26 @@ def test_a_ccl_yaml_without_the_algorithm_entry_is_a_config_error(ctx, tmp_path)
     assert not ctx.distributed.is_initialized()
 
 
-@pytest.mark.parametrize("text", ["defaults: [1, 2\n", "- a\n- b\n", "algorithms: {}\n", "defaults: 3\n"])
+@pytest.mark.parametrize("text", ["defaults: [1, 2\n", "- a\n- b\n", "algorithms: {}\n", "defaults: 3\n",
+                                  "defaults: {algorithm: [a]}\n", "defaults: {}\ndefaults: {}\n",
+                                  "defaults: !!python/name:os.system\n"])
 def test_a_malformed_ccl_yaml_is_a_config_error(ctx, tmp_path, text):
     path = tmp_path / "ccl.yaml"
     path.write_text(text)
     with pytest.raises(CclConfigError):
         ctx.distributed.init_process_group(config=str(path))
+
+
+@pytest.mark.parametrize("raw, fragment", [
+    (b"defaults:\n  algorithm: lrab\xff\n", "not UTF-8 text: byte 0xff at offset 27 (line 2)"),
+    (b"defaults: {}\ndefaults: {}\n", "duplicate key 'defaults' (first at line 1, again at line 2)"),
+])
+def test_ccl_yaml_goes_through_the_safe_loader(ctx, tmp_path, raw, fragment):
+    path = tmp_path / "ccl.yaml"
+    path.write_bytes(raw)
+    with pytest.raises(CclConfigError) as info:
+        ctx.distributed.init_process_group(config=str(path))
+    assert fragment in str(info.value) and "\n" not in str(info.value)
 
 
 def test_a_missing_ccl_yaml_is_a_config_error(ctx, tmp_path):
@@ -395,6 +409,15 @@ def test_all_reduce_refuses_a_tensor_on_another_sip(solo):
     t = solo.zeros((16, 8), "float16", GOOD)
     with pytest.raises(CollectiveError, match="rank 0 passed a tensor on SIP 1"):
         solo.distributed.all_reduce(t)
+
+
+def test_all_reduce_refuses_a_tensor_of_another_session_before_any_state_changes(solo):
+    other = RuntimeContext(solo.graph)
+    t = other.zeros((16, 8), "float16", GOOD)
+    with pytest.raises(RuntimeApiError, match=f"all_reduce: tensor float16\\[16, 8\\] belongs to session "
+                                              f"{other.number} \\(device 0\\), not to session {solo.number}"):
+        solo.distributed.all_reduce(t)
+    assert solo.distributed.results == [] and solo.distributed._calls == {} and solo.engine.submitted == 0
 
 
 def test_all_reduce_refuses_a_non_tensor(solo):

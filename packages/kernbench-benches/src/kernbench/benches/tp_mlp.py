@@ -46,7 +46,7 @@ def run(torch, p):
         torch.distributed.init_process_group(backend="ahbm")
         z = ParallelMLP(torch, w1, w2, activation="relu")(torch.from_numpy(x, TP_POLICY))
         if torch.data:
-            outputs[rank] = torch.to_numpy(z)
+            outputs[rank] = torch.peek(z)
 
     torch.multiprocessing.spawn(worker, nprocs=world)
     torch.report_metric("allreduce_ns", collective_span_ns([res for _, res in torch.distributed.results]))

@@ -174,6 +174,7 @@ class DistributedContext:
                                   f"torch.multiprocessing.spawn(worker, nprocs={group.world_size})")
         if not isinstance(tensor, Tensor):
             raise CollectiveError(f"all_reduce expects a tensor of this runtime, got {type(tensor).__name__}")
+        self.ctx.check_tensor(tensor, "all_reduce")  # this session's, live: before any collective state changes
         if tensor.sip != rank:
             raise CollectiveError(f"all_reduce: rank {rank} passed a tensor on SIP {tensor.sip}; each rank reduces "
                                   f"a tensor on its own SIP")

@@ -23,9 +23,10 @@ op log (see :class:`BenchResult`).
 from __future__ import annotations
 
 import importlib
+import math
 import pkgutil
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 
@@ -170,11 +171,26 @@ STAGE_OPS = {
 ENGINES = ("pe_dma", "pe_fetch_store", "pe_gemm", "pe_math", "pe_cpu")
 
 
-def _usage(records) -> dict:
-    if not records:
-        return {"occupancy_ns": 0.0, "wall_ns": 0.0, "count": 0}
-    return {"occupancy_ns": sum(r.t_end - r.t_start for r in records),
-            "wall_ns": max(r.t_end for r in records) - min(r.t_start for r in records), "count": len(records)}
+class _Usage:
+    """Running busy time, first start, last end and count of a set of op records (one pass, nothing kept)."""
+
+    __slots__ = ("count", "hi", "lo", "occupancy")
+
+    def __init__(self) -> None:
+        self.occupancy, self.lo, self.hi, self.count = 0, math.inf, -math.inf, 0
+
+    def add(self, r) -> None:
+        self.occupancy += r.t_end - r.t_start
+        if r.t_start < self.lo:
+            self.lo = r.t_start
+        if r.t_end > self.hi:
+            self.hi = r.t_end
+        self.count += 1
+
+    def to_json(self) -> dict:
+        if not self.count:
+            return {"occupancy_ns": 0.0, "wall_ns": 0.0, "count": 0}
+        return {"occupancy_ns": self.occupancy, "wall_ns": self.hi - self.lo, "count": self.count}
 
 
 @dataclass
@@ -194,7 +210,7 @@ class BenchResult:
     events: int = 0
     metrics: dict = field(default_factory=dict)
     params: dict = field(default_factory=dict)
-    records: list = field(default_factory=list, repr=False)
+    records: Sequence = field(default_factory=list, repr=False)  # the run's op records (an OpLog view)
     engine: object = field(default=None, repr=False, compare=False)  # the run's GraphEngine, for inspection
 
     def to_json(self) -> dict:
@@ -205,21 +221,39 @@ class BenchResult:
                 "events": self.events, "metrics": self.metrics, "params": self.params}
 
 
-def summarize(name: str, device: int, records: list) -> BenchResult:
-    """Turn an op log into the bench summary (latency = last op end − first op start)."""
-    by_engine = {e: [r for r in records if nm.unit_of(r.component_id) == e and (e != "pe_cpu" or r.op_name == "kernel")]
-                 for e in ENGINES}
-    stages = {}
+def summarize(name: str, device: int, records: Sequence) -> BenchResult:
+    """Turn an op log into the bench summary (latency = last op end − first op start), in one pass that keeps
+    no record (an op log of millions of records is summarised in constant memory)."""
+    engines = {e: _Usage() for e in ENGINES}
+    stages = {stage: _Usage() for stage in STAGE_OPS}
+    stages_of: dict[str, list[tuple[tuple[str, ...] | None, _Usage]]] = {e: [] for e in ENGINES}
     for stage, (engine, names) in STAGE_OPS.items():
-        stages[stage] = _usage([r for r in by_engine[engine] if names is None or r.op_name in names])
-    op_counts = {"gemm": len(by_engine["pe_gemm"]), "math": len(by_engine["pe_math"]),
-                 "dma_read": stages["DMA_READ"]["count"], "dma_write": stages["DMA_WRITE"]["count"],
-                 "ipcq_copy": sum(1 for r in records if r.op_name == "ipcq_copy")}
-    starts = {nm.pe_of(r.component_id): r.t_start for r in by_engine["pe_cpu"]}
-    latency = max(r.t_end for r in records) - min(r.t_start for r in records) if records else 0.0
-    return BenchResult(name, True, None, device, latency, op_counts,
-                       {e: _usage(v) for e, v in by_engine.items()}, stages, dict(sorted(starts.items())),
-                       records=records)
+        stages_of[engine].append((names, stages[stage]))
+    everything = _Usage()
+    ipcq_copies = 0
+    starts: dict[str, float] = {}
+    for r in records:
+        everything.add(r)
+        op = r.op_name
+        if op == "ipcq_copy":
+            ipcq_copies += 1
+        unit = nm.unit_of(r.component_id)
+        usage = engines.get(unit)
+        if usage is None or (unit == "pe_cpu" and op != "kernel"):
+            continue
+        usage.add(r)
+        if unit == "pe_cpu":
+            starts[nm.pe_of(r.component_id)] = r.t_start
+        for names, stage in stages_of[unit]:
+            if names is None or op in names:
+                stage.add(r)
+    stage_json = {k: u.to_json() for k, u in stages.items()}
+    op_counts = {"gemm": engines["pe_gemm"].count, "math": engines["pe_math"].count,
+                 "dma_read": stage_json["DMA_READ"]["count"], "dma_write": stage_json["DMA_WRITE"]["count"],
+                 "ipcq_copy": ipcq_copies}
+    latency = everything.hi - everything.lo if everything.count else 0.0
+    return BenchResult(name, True, None, device, latency, op_counts, {e: u.to_json() for e, u in engines.items()},
+                       stage_json, dict(sorted(starts.items())), records=records)
 
 
 def run_bench(info: BenchInfo, graph: TopologyGraph, device: int = 0, *, data: bool = False,
@@ -243,7 +277,7 @@ def run_bench(info: BenchInfo, graph: TopologyGraph, device: int = 0, *, data: b
         torch.wait_all()
     except KernbenchError as exc:
         error = exc
-    result = summarize(info.name, device, list(torch.oplog.records))
+    result = summarize(info.name, device, torch.oplog.records)
     result.params = dict(values)
     result.events = torch.engine.events
     result.engine = torch.engine

@@ -19,11 +19,17 @@ A launch targets the PEs holding the first tensor argument's shards; every
 tensor argument must have a shard on each of those PEs, which the kernel
 receives as a :class:`~kernbench.tl.TensorArg` (its local shard). Other
 arguments (numbers, strings) pass through unchanged.
+
+A tensor and a launch handle belong to the context that created them: passing
+one to another context, or using a context after :meth:`RuntimeContext.close`
+(the end of a ``with session(...)`` block), raises :class:`RuntimeApiError`
+naming both, before anything changes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -46,15 +52,21 @@ from kernbench.topology import TopologyGraph, resolve
 from kernbench.topology import naming as nm
 from kernbench.topology.address import PhysAddr
 from kernbench.topology.errors import KernbenchError
+from kernbench.topology.safe_yaml import quote
 
 
 class RuntimeApiError(KernbenchError):
-    """Misuse of the host runtime (wrong device, data read without data mode, freed tensor)."""
+    """Misuse of the host runtime (wrong device, data read without data mode, freed tensor, a tensor or handle of
+    another session, a closed session)."""
 
 
-@dataclass
+@dataclass(eq=False)
 class Tensor:
-    """A deployed tensor: logical shape and dtype, its placement, and one PA range per shard."""
+    """A deployed tensor: logical shape and dtype, its placement, one PA range per shard, and its session.
+
+    Tensors compare by identity: two tensors of equal shape at equal
+    addresses in two sessions are different tensors.
+    """
 
     shape: tuple[int, ...]
     dtype: str
@@ -63,6 +75,12 @@ class Tensor:
     shards: list[tuple[Shard, PhysAddr]] = field(repr=False)
     freed: bool = False
     va: int | None = None
+    owner: RuntimeContext | None = field(default=None, repr=False)
+
+    @property
+    def label(self) -> str:
+        """``float16[256, 256]``: dtype and shape, for messages."""
+        return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
 
     @property
     def nbytes(self) -> int:
@@ -77,17 +95,42 @@ class Tensor:
         return None
 
 
-@dataclass
+@dataclass(eq=False)
 class LaunchHandle:
-    """A submitted launch; :meth:`RuntimeContext.wait` completes it."""
+    """A submitted launch of one session; :meth:`RuntimeContext.wait` completes it."""
 
     name: str
     request: Request
+    owner: RuntimeContext | None = field(default=None, repr=False)
 
     @property
     def result(self) -> LaunchResult | None:
         """Per-PE reports once the launch has completed."""
         return self.request.result
+
+
+def _assemble(t: Tensor, parts: list) -> np.ndarray:
+    """The logical tensor from its shards' bytes (one ``uint8`` array per shard, in shard order)."""
+    rows = math.prod(t.shape[:-1]) if len(t.shape) > 1 else 1
+    cols = t.shape[-1] if t.shape else 1
+    out = np.zeros((rows, cols), dtype=t.dtype)
+    for (shard, _), raw in zip(t.shards, parts, strict=True):
+        r, c = shard.rows, shard.cols
+        out[r[0]:r[1], c[0]:c[1]] = raw.view(t.dtype).reshape(r[1] - r[0], c[1] - c[0])
+    return out.reshape(t.shape)
+
+
+def _check_shape(shape: object) -> tuple[int, ...]:
+    """``shape`` as a tuple of positive ints (an int is a 1-d shape); :class:`RuntimeApiError` otherwise."""
+    dims = (shape,) if isinstance(shape, int) and not isinstance(shape, bool) else shape
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        raise RuntimeApiError(f"shape {quote(shape)} is not a shape; pass an int or a tuple of ints") from None
+    if not dims or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0 for d in dims):
+        raise RuntimeApiError(f"shape {quote(shape)} is invalid; expected one or more positive integers, e.g. "
+                              f"(256, 256)")
+    return tuple(int(d) for d in dims)
 
 
 def _shard_shape(shape: tuple[int, ...], shard: Shard) -> tuple[int, ...]:
@@ -111,9 +154,13 @@ class RuntimeContext:
     else uses the device given here.
     """
 
+    _numbers = itertools.count(1)
+
     def __init__(self, graph: TopologyGraph, *, device: int = 0, data: bool = False,
                  registry: ComponentRegistry | None = None, trace: bool = False, virtual: bool = True,
                  extensions: ExtensionRegistry | None = None) -> None:
+        self.number = next(RuntimeContext._numbers)
+        self.closed = False
         self.graph = graph
         self._check_device(device)
         self._default_device = device
@@ -129,6 +176,14 @@ class RuntimeContext:
         self._extension_registry = extensions if extensions is not None else EXTENSIONS
         self.wait_hook: WaitHook | None = None
         self.metrics: dict[str, float] = {}  # named results a bench reports (see report_metric)
+
+    def __repr__(self) -> str:
+        return f"<RuntimeContext {self.name}{' (closed)' if self.closed else ''}>"
+
+    @property
+    def name(self) -> str:
+        """``session 3 (device 0)``: how messages name this context (numbered in creation order)."""
+        return f"session {self.number} (device {self._default_device})"
 
     def report_metric(self, name: str, value: float) -> None:
         """Record a named result of the run (e.g. a collective's latency, ns); ``kernbench run --json`` shows it."""
@@ -176,6 +231,7 @@ class RuntimeContext:
         """Reserve ``nbytes`` of device memory outside any tensor: a PE's ``"tcm"`` or ``"hbm"``, or the cube's
         ``"sram"`` (``pe`` ignored). Used for buffers such as IPCQ receive rings; give it back with
         :meth:`release`."""
+        self._check_open("reserve")
         if kind == "hbm":
             return self._allocator(sip, cube, pe).alloc_hbm(nbytes)
         if kind == "tcm":
@@ -187,6 +243,7 @@ class RuntimeContext:
 
     def release(self, kind: str, addr: PhysAddr, nbytes: int) -> None:
         """Give back memory from :meth:`reserve`."""
+        self._check_open("release")
         if kind == "hbm":  # an HBM address names its PE through the slice its offset falls in
             self._allocator(addr.sip, addr.cube, addr.offset // self.spec.hbm_slice_bytes).free_hbm(addr, nbytes)
         elif kind == "tcm":
@@ -247,8 +304,9 @@ class RuntimeContext:
     # ------------------------------------------------------------------ tensors
     def empty(self, shape, dtype: str = "float16", policy: DPPolicy | None = None) -> Tensor:
         """Allocate a tensor's shards without writing them."""
-        shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
-        if dtype not in DTYPES:
+        self._check_open("empty")
+        shape = _check_shape(shape)
+        if not isinstance(dtype, str) or dtype not in DTYPES:
             raise RuntimeApiError(f"unsupported dtype {dtype!r}; use one of {', '.join(DTYPES)}")
         policy = policy or DPPolicy()
         shards = resolve_shards(shape, np.dtype(dtype).itemsize, policy, self.spec, self.device)
@@ -260,7 +318,7 @@ class RuntimeContext:
             for shard, addr in placed:
                 self._allocator(shard.sip, shard.cube, shard.pe).free_hbm(addr, shard.nbytes)
             raise
-        t = Tensor(shape, dtype, policy, self.device, placed)
+        t = Tensor(shape, dtype, policy, self.device, placed, owner=self)
         if self.virtual:
             try:
                 t.va = self._va.alloc(t.nbytes)
@@ -322,6 +380,9 @@ class RuntimeContext:
 
     def from_numpy(self, array: np.ndarray, policy: DPPolicy | None = None) -> Tensor:
         """Deploy a numpy array: allocate, then write every shard over the host memory path."""
+        self._check_open("from_numpy")
+        if np.ndim(array) == 0:  # np.ascontiguousarray would silently make it shape (1,)
+            raise RuntimeApiError("from_numpy: a 0-d array has no shape to place; pass array.reshape(1)")
         arr = np.ascontiguousarray(array)
         t = self.empty(arr.shape, str(arr.dtype), policy)
         view = arr.reshape(1, -1) if arr.ndim <= 1 else arr.reshape(-1, arr.shape[-1])
@@ -333,27 +394,42 @@ class RuntimeContext:
         return t
 
     def zeros(self, shape, dtype: str = "float16", policy: DPPolicy | None = None) -> Tensor:
-        """A deployed tensor of zeros."""
-        return self.from_numpy(np.zeros(shape, dtype=dtype), policy)
+        """A deployed tensor of zeros (allocated first, so a shape beyond the device fails before any host memory
+        is spent on it)."""
+        self._check_open("zeros")
+        t = self.empty(shape, dtype, policy)
+        reqs = [self.engine.submit(MemoryWriteMsg(addr, shard.nbytes, bytes(shard.nbytes) if self.data else None))
+                for shard, addr in t.shards]
+        self._drain(reqs)
+        return t
 
     def to_numpy(self, t: Tensor) -> np.ndarray:
-        """Read a tensor back (D2H reads of every shard) and assemble it; needs data mode."""
-        self._live(t)
+        """Read a tensor back (D2H reads of every shard, simulated through the fabric) and assemble it; needs data
+        mode. To check a result without spending simulated time on it, use :meth:`peek`."""
+        self._live(t, "to_numpy")
         if not self.data:
             raise RuntimeApiError("to_numpy needs real numerics: create the context with data=True")
         reqs = [self.engine.submit(MemoryReadMsg(addr, shard.nbytes)) for shard, addr in t.shards]
         self._drain(reqs)
-        rows = math.prod(t.shape[:-1]) if len(t.shape) > 1 else 1
-        cols = t.shape[-1] if t.shape else 1
-        out = np.zeros((rows, cols), dtype=t.dtype)
-        for (shard, _), req in zip(t.shards, reqs, strict=True):
-            r, c = shard.rows, shard.cols
-            out[r[0]:r[1], c[0]:c[1]] = req.result.view(t.dtype).reshape(r[1] - r[0], c[1] - c[0])
-        return out.reshape(t.shape)
+        return _assemble(t, [req.result for req in reqs])
+
+    def peek(self, t: Tensor) -> np.ndarray:
+        """The tensor's current values, read straight from the simulated memory without a transfer; needs data mode.
+
+        This is how benches and tests verify results: it submits no request,
+        takes no simulated time and leaves no op-log row, so a run that checks
+        its output reports exactly the timing of one that does not (DESIGN
+        invariant 4, ADR 0027). :meth:`to_numpy` is the modelled read-back.
+        """
+        self._live(t, "peek")
+        if not self.data:
+            raise RuntimeApiError("peek needs real numerics: create the context with data=True")
+        memory = self.engine.memory
+        return _assemble(t, [memory.read(addr.encode(), shard.nbytes) for shard, addr in t.shards])
 
     def free(self, t: Tensor) -> None:
         """Release a tensor's shards."""
-        self._live(t)
+        self._live(t, "free")
         for shard, addr in t.shards:
             self._allocator(shard.sip, shard.cube, shard.pe).free_hbm(addr, shard.nbytes)
         if t.va is not None:
@@ -362,20 +438,54 @@ class RuntimeContext:
         t.freed = True
         self._tensors.remove(t)
 
-    def _live(self, t: Tensor) -> None:
+    def check_tensor(self, t: Tensor, use: str = "use") -> None:
+        """:class:`RuntimeApiError` unless ``t`` is a live tensor of this open session (``use`` names the call)."""
+        self._live(t, use)
+
+    def _live(self, t: Tensor, use: str = "use") -> None:
+        self._check_open(use)
         if not isinstance(t, Tensor):
-            raise RuntimeApiError(f"expected a Tensor from this runtime, got {type(t).__name__}")
+            raise RuntimeApiError(f"{use}: expected a Tensor from this runtime, got {type(t).__name__}")
+        if t.owner is not self:
+            owner = t.owner.name if t.owner is not None else "no session"
+            raise RuntimeApiError(f"{use}: tensor {t.label} belongs to {owner}, not to {self.name}; use a tensor "
+                                  f"in the session that created it (copy it with to_numpy / from_numpy)")
         if t.freed:
-            raise RuntimeApiError("the tensor was freed; create it again")
+            raise RuntimeApiError(f"{use}: tensor {t.label} was freed; create it again")
+
+    def _check_open(self, use: str) -> None:
+        if self.closed:
+            raise RuntimeApiError(f"{use}: {self.name} is closed (its `with session(...)` block has ended); "
+                                  f"do the work inside the block, or open a new session")
+
+    def _own(self, handle: LaunchHandle, use: str) -> None:
+        self._check_open(use)
+        if not isinstance(handle, LaunchHandle):
+            raise RuntimeApiError(f"{use}: expected a LaunchHandle from launch(), got {type(handle).__name__}")
+        if handle.owner is not self:
+            owner = handle.owner.name if handle.owner is not None else "no session"
+            raise RuntimeApiError(f"{use}: launch {handle.name!r} belongs to {owner}, not to {self.name}; wait for "
+                                  f"it in the session that launched it")
+
+    def close(self) -> None:
+        """Free every live tensor and refuse any further work (what the end of a ``with session()`` block does).
+        Closing twice is harmless."""
+        if not self.closed:
+            self.cleanup()
+            self.closed = True
 
     # ------------------------------------------------------------------ kernels
     def launch(self, name: str, fn: Callable, *args) -> LaunchHandle:
         """Launch ``fn(tl, *args)`` on every PE holding a shard of the first tensor argument."""
+        self._check_open(f"launch {name!r}")
+        if not callable(fn):
+            raise RuntimeApiError(f"launch {name!r}: the kernel must be a function fn(tl, ...), got "
+                                  f"{type(fn).__name__}")
         tensors = [a for a in args if isinstance(a, Tensor)]
         if not tensors:
             raise RuntimeApiError(f"launch {name!r}: pass at least one tensor to decide the target PEs")
         for t in tensors:
-            self._live(t)
+            self._live(t, f"launch {name!r}")
         pes = sorted({(s.sip, s.cube, s.pe) for s, _ in tensors[0].shards})
         targets = []
         for pe in pes:
@@ -392,7 +502,7 @@ class RuntimeContext:
                 shard, addr = found
                 pe_args.append(self._arg(a, shard, addr))
             targets.append((pe, tuple(pe_args)))
-        handle = LaunchHandle(name, self.engine.submit(KernelLaunchMsg(name, fn, tuple(targets))))
+        handle = LaunchHandle(name, self.engine.submit(KernelLaunchMsg(name, fn, tuple(targets))), self)
         self._launches.append(handle)
         return handle
 
@@ -407,11 +517,13 @@ class RuntimeContext:
 
     def wait(self, handle: LaunchHandle) -> LaunchResult:
         """Run the simulation until the launch completes; raise the kernel's error if one failed."""
+        self._own(handle, "wait")
         self._drain([handle.request])
         return handle.request.result
 
     def wait_all(self) -> None:
         """Wait for every launch submitted so far."""
+        self._check_open("wait_all")
         self._drain([h.request for h in self._launches])
 
     def cleanup(self) -> None:
@@ -433,4 +545,4 @@ def session(topology: str | Path | TopologyGraph | None = None, device: int = 0,
     try:
         yield ctx
     finally:
-        ctx.cleanup()
+        ctx.close()
