@@ -32,6 +32,7 @@ from importlib import metadata
 
 from kernbench.runtime.context import RuntimeContext
 from kernbench.runtime.params import Param, resolve
+from kernbench.sim.limits import Limits, watchdog
 from kernbench.topology import TopologyGraph
 from kernbench.topology import naming as nm
 from kernbench.topology.errors import KernbenchError
@@ -212,6 +213,7 @@ class BenchResult:
     params: dict = field(default_factory=dict)
     records: Sequence = field(default_factory=list, repr=False)  # the run's op records (an OpLog view)
     engine: object = field(default=None, repr=False, compare=False)  # the run's GraphEngine, for inspection
+    exception: BaseException | None = field(default=None, repr=False, compare=False)  # the error, for --debug
 
     def to_json(self) -> dict:
         """The documented JSON object."""
@@ -257,24 +259,29 @@ def summarize(name: str, device: int, records: Sequence) -> BenchResult:
 
 
 def run_bench(info: BenchInfo, graph: TopologyGraph, device: int = 0, *, data: bool = False,
-              params: Mapping[str, str] | None = None, observe: Callable | None = None) -> BenchResult:
+              params: Mapping[str, str] | None = None, observe: Callable | None = None,
+              limits: Limits | None = None) -> BenchResult:
     """Run one bench on one device in a fresh runtime and summarise it (``events`` = SimPy events processed).
 
     ``params`` (``NAME -> text``, as ``-p`` gives them) are checked before
     anything runs; ``observe(engine)`` is called with the run's engine before
     the bench starts (progress displays read its clock and event count).
+    ``limits`` bound the run (default :class:`~kernbench.sim.limits.Limits`);
+    a run past one fails with error code ``SimulationLimitError``.
     """
     values = resolve(info.name, info.params, params)
-    torch = RuntimeContext(graph, device=device, data=data)
+    limits = limits if limits is not None else Limits()
+    torch = RuntimeContext(graph, device=device, data=data, limits=limits)
     if observe is not None:
         observe(torch.engine)
     error: KernbenchError | None = None
     try:
-        if info.params:
-            info.fn(torch, values)
-        else:
-            info.fn(torch)
-        torch.wait_all()
+        with watchdog(torch.engine, limits.timeout_s):
+            if info.params:
+                info.fn(torch, values)
+            else:
+                info.fn(torch)
+            torch.wait_all()
     except KernbenchError as exc:
         error = exc
     result = summarize(info.name, device, torch.oplog.records)
@@ -284,6 +291,7 @@ def run_bench(info: BenchInfo, graph: TopologyGraph, device: int = 0, *, data: b
     result.metrics = dict(torch.metrics)
     if error is not None:
         result.ok, result.error_code, result.error = False, type(error).__name__, str(error)
+        result.exception = error
     elif torch.engine.submitted == 0:
         result.ok, result.error_code = False, "NO_REQUESTS"
         result.error = f"bench {info.name!r} submitted no request to the device"

@@ -46,6 +46,7 @@ from kernbench.runtime.allocator import FreeList, PEMemAllocator, VirtualAllocat
 from kernbench.runtime.extensions import EXTENSIONS, ExtensionRegistry
 from kernbench.runtime.placement import DPPolicy, Shard, resolve_shards
 from kernbench.sim import ComponentRegistry, GraphEngine, MemoryReadMsg, MemoryWriteMsg, Request
+from kernbench.sim.limits import DEFAULT_MAX_EVENTS, DEFAULT_MAX_SIM_NS, Limits, watchdog
 from kernbench.sim.links import LinkRecord, link_records
 from kernbench.tl import TensorArg
 from kernbench.topology import TopologyGraph, resolve
@@ -158,14 +159,14 @@ class RuntimeContext:
 
     def __init__(self, graph: TopologyGraph, *, device: int = 0, data: bool = False,
                  registry: ComponentRegistry | None = None, trace: bool = False, virtual: bool = True,
-                 extensions: ExtensionRegistry | None = None) -> None:
+                 extensions: ExtensionRegistry | None = None, limits: Limits | None = None) -> None:
         self.number = next(RuntimeContext._numbers)
         self.closed = False
         self.graph = graph
         self._check_device(device)
         self._default_device = device
         self._device_of: dict = {}  # greenlet -> SIP bound by bind_device
-        self.engine = GraphEngine(graph, registry or default_registry(), trace=trace, data=data)
+        self.engine = GraphEngine(graph, registry or default_registry(), trace=trace, data=data, limits=limits)
         self._alloc: dict[tuple[int, int, int], PEMemAllocator] = {}
         self._sram: dict[tuple[int, int], FreeList] = {}
         self.virtual = virtual
@@ -467,12 +468,19 @@ class RuntimeContext:
             raise RuntimeApiError(f"{use}: launch {handle.name!r} belongs to {owner}, not to {self.name}; wait for "
                                   f"it in the session that launched it")
 
-    def close(self) -> None:
+    def close(self, *, simulate: bool = True) -> None:
         """Free every live tensor and refuse any further work (what the end of a ``with session()`` block does).
-        Closing twice is harmless."""
-        if not self.closed:
+        Closing twice is harmless. ``simulate=False`` (a block that ended in an error) releases the tensors
+        without simulating their MMU unmaps: the run is over, and a runaway run must not be resumed."""
+        if self.closed:
+            return
+        if simulate:
             self.cleanup()
-            self.closed = True
+        else:
+            for t in self._tensors:
+                t.freed = True
+            self._tensors.clear()
+        self.closed = True
 
     # ------------------------------------------------------------------ kernels
     def launch(self, name: str, fn: Callable, *args) -> LaunchHandle:
@@ -534,15 +542,26 @@ class RuntimeContext:
 
 @contextlib.contextmanager
 def session(topology: str | Path | TopologyGraph | None = None, device: int = 0, data: bool = False,
-            trace: bool = False) -> Iterator[RuntimeContext]:
+            trace: bool = False, *, max_events: int | None = DEFAULT_MAX_EVENTS,
+            max_sim_ns: float | None = DEFAULT_MAX_SIM_NS, timeout_s: float | None = None
+            ) -> Iterator[RuntimeContext]:
     """``with session(device=0, data=True) as torch: ...`` for scripts and notebooks.
 
     ``topology`` is a compiled graph, a YAML file, the name of a builtin
     topology, or None for the builtin default (it works from any folder).
+    ``max_events``, ``max_sim_ns`` and ``timeout_s`` (wall-clock seconds for
+    the whole block) bound the run (:mod:`kernbench.sim.limits`; None: no
+    limit); a run past one raises ``SimulationLimitError``. When the block
+    ends the session is closed: its tensors are freed and it accepts no
+    more work.
     """
+    limits = Limits(max_events, max_sim_ns, timeout_s)
     graph = topology if isinstance(topology, TopologyGraph) else resolve(topology)
-    ctx = RuntimeContext(graph, device=device, data=data, trace=trace)
+    ctx = RuntimeContext(graph, device=device, data=data, trace=trace, limits=limits)
+    ok = False
     try:
-        yield ctx
+        with watchdog(ctx.engine, timeout_s):
+            yield ctx
+        ok = True
     finally:
-        ctx.close()
+        ctx.close(simulate=ok)

@@ -4,8 +4,9 @@ from importlib import metadata as _metadata
 
 from kernbench.sim.component import Component, ComponentRegistry
 from kernbench.sim.engine import GraphEngine, LinkStats, Request
-from kernbench.sim.errors import ComponentError, DeadlockError, MessageError
+from kernbench.sim.errors import BudgetError, ComponentError, DeadlockError, MessageError, SimulationLimitError
 from kernbench.sim.fabric import Packet, Route, Transfer, Wire
+from kernbench.sim.limits import Limits
 from kernbench.sim.messages import (
     McpuDmaWriteMsg,
     MemoryReadMsg,
@@ -17,11 +18,13 @@ from kernbench.sim.messages import (
 from kernbench.sim.oplog import OpLog, OpRecord
 
 __all__ = [
+    "BudgetError",
     "Component",
     "ComponentError",
     "ComponentRegistry",
     "DeadlockError",
     "GraphEngine",
+    "Limits",
     "LinkStats",
     "McpuDmaWriteMsg",
     "MemoryReadMsg",
@@ -35,6 +38,7 @@ __all__ = [
     "PeDmaWriteMsg",
     "Request",
     "Route",
+    "SimulationLimitError",
     "Transfer",
     "Wire",
     "__version__",

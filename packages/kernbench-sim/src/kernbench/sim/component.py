@@ -54,6 +54,10 @@ class Component:
         """What this component is stuck waiting for, if anything (used in deadlock reports)."""
         return None
 
+    def activity(self) -> str | None:
+        """What this component is running, if anything, starting with its PE (used when a run hits a budget)."""
+        return None
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.id})"
 

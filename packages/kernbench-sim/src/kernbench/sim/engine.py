@@ -5,6 +5,8 @@ edge, one component per bound node, the op log and the correlation-id
 counter. ``submit(msg)`` turns a message into transfers along routed paths
 and returns a :class:`Request` (a completion future); ``run()`` drains the
 event queue and raises :class:`DeadlockError` if any request is left waiting.
+Every way of running the queue checks the run's budgets (:mod:`kernbench.sim.limits`)
+between chunks of events and ends a runaway run with :class:`SimulationLimitError`.
 
 Every nanosecond a request reports is a scheduled event on a node or wire:
 node overheads, wire serialisation and propagation, and terminal service.
@@ -12,17 +14,21 @@ node overheads, wire serialisation and propagation, and terminal service.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from heapq import heappush
 from itertools import pairwise
 
 import simpy
-from simpy.events import NORMAL, Event
+from simpy.core import EmptySchedule, StopSimulation
+from simpy.events import NORMAL, URGENT, Event
 
 from kernbench.sim.component import ComponentRegistry
-from kernbench.sim.errors import ComponentError, DeadlockError, MessageError
+from kernbench.sim.errors import ComponentError, DeadlockError, MessageError, SimulationLimitError
 from kernbench.sim.fabric import Packet, Route, Transfer, Wire, split_packets
+from kernbench.sim.limits import CHECK_EVERY, Limits
 from kernbench.sim.memory_store import MemoryStore
 from kernbench.sim.messages import TRANSFER_KINDS, MessageKind, record_transfer
 from kernbench.sim.oplog import OpLog
@@ -102,11 +108,12 @@ class GraphEngine:
     ``registry`` binds implementation names to component classes (see
     ``kernbench.components.default_registry()``). ``trace`` records per-hop
     timestamps of each leg's first packet. ``router`` lets several engines on
-    one graph share a memoised :class:`PathRouter`.
+    one graph share a memoised :class:`PathRouter`. ``limits`` are the run's
+    budgets (default: :class:`~kernbench.sim.limits.Limits`).
     """
 
     def __init__(self, graph: TopologyGraph, registry: ComponentRegistry, *, trace: bool = True,
-                 router: PathRouter | None = None, data: bool = False) -> None:
+                 router: PathRouter | None = None, data: bool = False, limits: Limits | None = None) -> None:
         spec = graph.spec
         self.graph = graph
         self.spec = spec
@@ -123,6 +130,11 @@ class GraphEngine:
         self.memory: MemoryStore | None = MemoryStore() if data else None
         self.events = 0
         self.submitted = 0
+        self.limits = limits if limits is not None else Limits()
+        self.max_events = self.limits.max_events or math.inf
+        self.max_sim_ns = self.limits.max_sim_ns or math.inf
+        self.deadline: float | None = None  # time.monotonic() past which the run stops (set by limits.watchdog)
+        self.timeout_s: float | None = None
         self.wires: dict[tuple[str, str], Wire] = {}  # created on first use by route()
         self.components = registry.build(self, graph)
         self._routes: dict[tuple[str, ...], Route] = {}
@@ -156,20 +168,25 @@ class GraphEngine:
 
     def run(self, until: float | None = None) -> None:
         """Process events until the queue is empty (or ``until`` ns); detect stuck requests."""
-        self.env.run(until=until)
-        if until is None and self._pending:
-            raise self._deadlock("event queue empty")
+        if until is not None:
+            at = float(until)
+            if at <= self.env.now:
+                raise ValueError(f"until ({at}) must be greater than the current simulation time")
+            stop = Event(self.env)
+            stop._ok, stop._value = True, None
+            self.env.schedule(stop, URGENT, at - self.env.now)  # before every regular event at that time
+            self._drive(stop)
+        else:
+            self._drive(None)
+            if self._pending:
+                raise self._deadlock("event queue empty")
 
     def wait(self, request: Request) -> None:
         """Run until ``request`` completes; :class:`DeadlockError` if the event queue empties first."""
         if request.t_end is not None:
             return
-        try:
-            self.env.run(until=request.done)
-        except RuntimeError as exc:  # SimPy: no scheduled events left but the until-event was not triggered
-            if request.t_end is not None:
-                raise
-            raise self._deadlock(f"event queue empty while waiting for corr {request.corr_id}") from exc
+        if not self._drive(request.done) and request.t_end is None:
+            raise self._deadlock(f"event queue empty while waiting for corr {request.corr_id}")
 
     def wait_any(self, groups: list[list[Request]]) -> None:
         """Run until every request of at least one group has completed; :class:`DeadlockError` if the event queue
@@ -178,13 +195,66 @@ class GraphEngine:
         if not groups or any(not g for g in open_groups):
             return
         env = self.env
-        try:
-            env.run(until=simpy.AnyOf(env, [simpy.AllOf(env, [r.done for r in g]) for g in open_groups]))
-        except RuntimeError as exc:
-            if any(all(r.t_end is not None for r in g) for g in open_groups):
-                raise
+        stop = simpy.AnyOf(env, [simpy.AllOf(env, [r.done for r in g]) for g in open_groups])
+        if not self._drive(stop) and not any(all(r.t_end is not None for r in g) for g in open_groups):
             ids = ", ".join(str(r.corr_id) for g in open_groups for r in g if r.t_end is None)
-            raise self._deadlock(f"event queue empty while waiting for corr {ids}") from exc
+            raise self._deadlock(f"event queue empty while waiting for corr {ids}")
+
+    def _drive(self, stop: Event | None) -> bool:
+        """Step SimPy until ``stop`` has been processed (True) or the queue is empty (False, or always with
+        ``stop=None``), checking the budgets once per :data:`CHECK_EVERY` steps (more often when the event budget
+        is nearly used up, so a small ``max_events`` stops the run close to it).
+
+        This replaces ``Environment.run``: the same steps in the same order, so
+        results are identical; the budget check between chunks costs nothing
+        per event.
+        """
+        if stop is not None:
+            if stop.callbacks is None:  # already processed
+                return True
+            stop.callbacks.append(StopSimulation.callback)
+        # NOTE: SimPy's own loop is `while True: self.step()`; a local `step` over a range is no slower.
+        step = self.env.step
+        try:
+            while True:
+                for _ in range(min(CHECK_EVERY, max(1, self.max_events - self.events + 1))):
+                    step()
+                self._check_budget()
+        except StopSimulation:
+            self._check_budget()  # a run that ends between two checks is held to its budget too
+            return True
+        except EmptySchedule:
+            self._check_budget()
+            return False
+
+    def _check_budget(self) -> None:
+        """:class:`SimulationLimitError` when the run has used up its events, simulated time or wall-clock time."""
+        if self.events > self.max_events:
+            raise self.limit_error(f"the run processed {self.events:,} events, more than max_events = "
+                                   f"{self.limits.max_events:,}", "--max-events N / max_events=")
+        if self.env._now > self.max_sim_ns:
+            raise self.limit_error(f"the simulated clock reached {self.env._now:,.1f} ns, beyond max_sim_ns = "
+                                   f"{self.limits.max_sim_ns:,.0f}", "--max-sim-ns NS / max_sim_ns=")
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise self.limit_error(f"the run took more than the wall-clock timeout of {self.timeout_s:g} s",
+                                   "--timeout SECONDS / timeout_s=")
+
+    def limit_error(self, what: str, knob: str, where: str | None = None) -> SimulationLimitError:
+        """A :class:`SimulationLimitError` for ``what``, naming the last op, the PE and kernel it belongs to, where
+        Python was executing (``where``, for the wall-clock watchdog) and the ``knob`` that raises the budget."""
+        last = self.oplog.last()
+        running = [b for c in self.components.created().values() if (b := c.activity()) is not None]
+        if last is not None:
+            op = f"last op {last.op_name!r} on {last.component_id} at {last.t_start:,.1f} ns"
+            mine = [b for b in running if b.startswith(last.component_id.rsplit(".", 1)[0] + " ")]
+            running = mine or running
+        else:
+            op = "no op logged yet"
+        kernel = f"; {running[0]}" + (f" (and {len(running) - 1} more PE(s))" if len(running) > 1 else "") \
+            if running else "; no kernel was running"
+        at = f"; Python was executing {where}" if where else ""
+        return SimulationLimitError(f"simulation stopped: {what}; {op}{kernel}{at}; if the run is meant to be "
+                                    f"this long raise the budget ({knob}), else look for a loop that never ends")
 
     def _deadlock(self, what: str) -> DeadlockError:
         """A DeadlockError naming every stuck request and every component that reports itself blocked."""

@@ -19,3 +19,12 @@ class MessageError(KernbenchError):
     Addresses that decode to nothing modeled raise ``AddressError``; unreachable
     destinations raise ``RoutingError``.
     """
+
+
+class SimulationLimitError(KernbenchError):
+    """A run exceeded a budget (events, simulated time or wall-clock time); names the PE, the kernel and the last
+    op, and how to raise the budget."""
+
+
+class BudgetError(KernbenchError):
+    """A simulation budget (``max_events``, ``max_sim_ns``, ``timeout_s``) is not a positive number."""

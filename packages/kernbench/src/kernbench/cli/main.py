@@ -66,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
                                                    "<folder>/<bench>.trace.json")
     r.add_argument("--links", metavar="FILE", help="write per-link bytes, packets, busy time and utilisation (JSON)")
     r.add_argument("--links-top", type=int, default=0, metavar="N", help="print the N busiest links")
+    from kernbench.cli.run_cmd import add_budget_options
+
+    add_budget_options(r)
     from kernbench.cli.links_cmd import add_parser as add_links
     from kernbench.cli.study_cmd import add_parsers
     from kernbench.cli.web_cmd import add_parser as add_web
@@ -96,7 +99,8 @@ def _dispatch(args) -> int:
         if args.command == "list":
             return run_list(args.params)
         return run_run(args.topology, args.bench, args.device, data=args.data, as_json=args.json,
-                       trace=args.trace, params=args.params, links=args.links, links_top=args.links_top)
+                       trace=args.trace, params=args.params, links=args.links, links_top=args.links_top,
+                       budgets=(args.max_events, args.max_sim_ns, args.timeout), debug=args.debug)
     if args.command == "links":
         from kernbench.cli.links_cmd import run_links
 
@@ -137,6 +141,30 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"kernbench: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("kernbench: interrupted", file=sys.stderr)
+        return 130
+    except (OSError, MemoryError) as exc:  # the machine, not the input: a full disk, no memory left
+        if args.debug:
+            traceback.print_exc()
+        print(f"kernbench: error: {_environment_error(exc)}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a bug: say so on one line; --debug shows where
+        if args.debug:
+            traceback.print_exc()
+        text = " ".join(str(exc).split())[:160]
+        print(f"kernbench: internal error: {type(exc).__name__}: {text}; this is a bug in kernbench, please report "
+              f"it with the output of the same command with --debug", file=sys.stderr)
+        return 1
+
+
+def _environment_error(exc: BaseException) -> str:
+    """One line for an OS-level failure (the file involved and the reason) or for running out of memory."""
+    if isinstance(exc, MemoryError):
+        return "out of memory; reduce the problem size (bench parameters, topology) or free memory"
+    assert isinstance(exc, OSError)
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or type(exc).__name__}; check the path, its permissions and the free disk space"
 
 
 if __name__ == "__main__":  # pragma: no cover

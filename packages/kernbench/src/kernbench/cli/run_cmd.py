@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
+import traceback
 from pathlib import Path
 
+from kernbench.cli.paths import output_file
 from kernbench.cli.progress import Progress
 from kernbench.cli.topo import load_graph
 from kernbench.runtime.bench import BenchError, BenchResult, discover, run_bench
 from kernbench.runtime.params import parse_assignments
 from kernbench.sim.chrome_trace import write_chrome_trace
+from kernbench.sim.errors import BudgetError
+from kernbench.sim.limits import DEFAULT_MAX_EVENTS, DEFAULT_MAX_SIM_NS, Limits
 from kernbench.sim.links import format_top, link_report, write_links
 
 
@@ -60,6 +65,39 @@ def trace_path(trace: str, bench: str) -> Path:
     return path
 
 
+#: ``kernbench run``'s wall-clock budget (s): far beyond any bench within the default event budget.
+DEFAULT_TIMEOUT_S = 600.0
+
+
+def add_budget_options(parser: argparse.ArgumentParser) -> None:
+    """``--max-events``, ``--max-sim-ns`` and ``--timeout`` of ``kernbench run`` (``none`` switches one off)."""
+    parser.add_argument("--max-events", default=str(DEFAULT_MAX_EVENTS), metavar="N",
+                        help="stop a run past N simulation events (default: %(default)s; 'none': no limit)")
+    parser.add_argument("--max-sim-ns", default=f"{DEFAULT_MAX_SIM_NS:.0f}", metavar="NS",
+                        help="stop a run past NS simulated nanoseconds (default: %(default)s; 'none': no limit)")
+    parser.add_argument("--timeout", default=f"{DEFAULT_TIMEOUT_S:g}", metavar="SECONDS",
+                        help="stop a run past SECONDS of wall-clock time, even a kernel spinning in pure Python "
+                             "(default: %(default)s; 'none': no limit)")
+
+
+def limits_from(max_events: str, max_sim_ns: str, timeout: str) -> Limits:
+    """The :class:`Limits` the three options give; :class:`BudgetError` naming a bad value."""
+    def number(text: str, option: str, integral: bool) -> float | int | None:
+        if str(text).strip().lower() == "none":
+            return None
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not value > 0 or value == float("inf") or (integral and value != int(value)):
+            kind = "a positive integer" if integral else "a positive number"
+            raise BudgetError(f"{option} {str(text)[:80]!r} is invalid; expected {kind}, or 'none' for no limit")
+        return int(value) if integral else value
+
+    return Limits(number(max_events, "--max-events", True), number(max_sim_ns, "--max-sim-ns", False),
+                  number(timeout, "--timeout", False))
+
+
 def _print(r: BenchResult) -> None:
     print(f"bench {r.bench} on device {r.device}: latency {r.latency_ns:,.1f} ns "
           f"(last op end - first op start, deployment included)")
@@ -86,11 +124,14 @@ def _print(r: BenchResult) -> None:
 
 
 def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_json: bool, trace: str | None,
-            params: list[str] | None = None, links: str | None = None, links_top: int = 0) -> int:
+            params: list[str] | None = None, links: str | None = None, links_top: int = 0,
+            budgets: tuple[str, str, str] | None = None, debug: bool = False) -> int:
     """Run one bench on one device (or every device); exit 2 when it fails.
 
     ``links`` writes the run's per-link results (:mod:`kernbench.sim.links`); ``links_top`` prints the N busiest
-    links (on stderr with ``as_json``, so stdout stays JSON).
+    links (on stderr with ``as_json``, so stdout stays JSON). ``budgets`` are the ``--max-events``,
+    ``--max-sim-ns`` and ``--timeout`` texts; ``debug`` prints a failed bench's traceback. Every output path is
+    checked before anything runs.
     """
     registry = discover()
     _warn_problems(registry)
@@ -100,6 +141,9 @@ def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_jso
 
     resolve_params(info.name, info.params, given)  # refuse bad values before compiling anything
     out = trace_path(trace, info.name) if trace else None
+    if links:
+        output_file(links, "--links")
+    limits = limits_from(*budgets) if budgets is not None else Limits(timeout_s=DEFAULT_TIMEOUT_S)
     if links_top < 0:
         raise BenchError(f"--links-top {links_top} must be 0 or more")
     graph = load_graph(topology)
@@ -110,7 +154,8 @@ def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_jso
     results = []
     for d in devices:
         with Progress(f"{info.name} on device {d}") as progress:
-            results.append(run_bench(info, graph, d, data=data, params=given, observe=progress.watch))
+            results.append(run_bench(info, graph, d, data=data, params=given, observe=progress.watch,
+                                     limits=limits))
     if out is not None:
         write_chrome_trace([rec for r in results for rec in r.records], out)
     report = None
@@ -134,6 +179,9 @@ def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_jso
         print(format_top(report.busiest(links_top), report.title, report.window_ns),
               file=sys.stderr if as_json else sys.stdout)
     failed = [r for r in results if not r.ok]
+    if failed and debug and failed[0].exception is not None:
+        exc = failed[0].exception
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
     if failed:
         print(f"kernbench: error: {failed[0].error_code}: {failed[0].error}", file=sys.stderr)
         return 2

@@ -70,6 +70,10 @@ def run_study_command(args: argparse.Namespace) -> int:
                          topology_dir=Path(args.topologies), argv=("kernbench", *sys.argv[1:]),
                          where=parse_where(args.where))
     options = options.checked()
+    if args.out:
+        from kernbench.cli.paths import output_dir
+
+        output_dir(args.out, "--out")
     studies = resolve(args.name)
     t0 = time.perf_counter()
     plans = plan(studies, options)
@@ -102,7 +106,9 @@ def run_study_command(args: argparse.Namespace) -> int:
 def run_report_command(args: argparse.Namespace) -> int:
     """``kernbench report``: generated LaTeX and figures from the results, then latexmk (unless --no-pdf)."""
     from kernbench.benches.studies.report.build import build_pdf, generate, latexmk, pdf_stats
+    from kernbench.cli.paths import output_dir
 
+    output_dir(args.out, "--out")
     t0 = time.perf_counter()
     if not args.no_pdf:
         latexmk()  # fail before generating anything when TeX is missing

@@ -34,6 +34,10 @@ def run_topology(path: str | None, *, as_json: bool, diagrams: str | None, list_
     if export:
         print(f"wrote {export_builtin(*export)}")
         return 0
+    if diagrams:
+        from kernbench.cli.paths import output_dir
+
+        output_dir(diagrams, "--diagrams")
     graph = load_graph(path)
     info = summary(graph)
     written: list[Path] = []

@@ -39,6 +39,10 @@ def run_web(args: argparse.Namespace) -> int:
         raise ViewerInputError(f"unknown view {args.view!r} for --view; use one of {', '.join(LEVELS)}")
     if not 0 <= args.port <= 65535:
         raise ViewerInputError(f"--port {args.port} is not a port number; use 0..65535 (0 picks a free one)")
+    if args.export:
+        from kernbench.cli.paths import output_dir
+
+        output_dir(args.export, "--export")
     topology = args.topology
     if topology is None and args.links:
         named = read_links(args.links).run.get("topology_file")

@@ -194,6 +194,14 @@ class PeCpu(Component):
         return f"{self.prefix} runs kernel {slot.kernel!r} waiting for " \
                f"{slot.context.waiting or 'its launch to finish'}"
 
+    def activity(self) -> str | None:
+        """``sip0.cube0.pe0 runs kernel 'k' (its last wait: ...)`` while a kernel runs here."""
+        slot = self.current
+        if slot is None or not self.running:
+            return None
+        waiting = slot.context.waiting if slot.context is not None else None
+        return f"{self.prefix} runs kernel {slot.kernel!r}" + (f" (last waiting for {waiting})" if waiting else "")
+
     def _kernel_returned(self, slot: KernelSlot, error: str | None = None) -> None:
         """The kernel body ended (returned or raised); its run ends once the composites it left in flight complete."""
         events = slot.context.pending_events

@@ -1,0 +1,122 @@
+"""Simulation budgets: the most events, simulated time and wall-clock time a run may take.
+
+A kernel that loops forever must end in a clear error, not in a full disk of
+op log, an out-of-memory kill or a hang. Three budgets guard a run:
+
+- ``max_events``: SimPy events the engine schedules (``GraphEngine.events``,
+  what ``kernbench run --json`` reports as ``events``);
+- ``max_sim_ns``: the simulated clock;
+- ``timeout_s``: wall-clock seconds, for a kernel spinning in pure Python
+  without ever calling ``tl`` (no event is processed, so only a clock can
+  stop it).
+
+The event and simulated-time budgets are checked by the engine every
+:data:`CHECK_EVERY` events, between chunks of SimPy steps, so they add no
+work per event (``benchmarks/bench_fabric.py``). The wall clock is checked
+there as well, and, on the main thread of a POSIX process, by a ``SIGALRM``
+:func:`watchdog` that interrupts even a pure-Python loop. Every budget ends
+the run with :class:`~kernbench.sim.errors.SimulationLimitError`, which names
+the PE, the kernel and the last op.
+
+The defaults are far above any shipped bench or study (the largest uses
+about 0.2 million events and 0.5 ms of simulated time, see ADR 0027) and
+keep a runaway op log within a couple of GB.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from kernbench.sim.errors import BudgetError
+
+#: Default budgets of every engine (events, simulated ns); no wall-clock limit unless asked for.
+DEFAULT_MAX_EVENTS = 10_000_000
+DEFAULT_MAX_SIM_NS = 1e10
+#: The engine checks its budgets once per this many SimPy steps.
+CHECK_EVERY = 4096
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The budgets of one run; ``None`` switches one off."""
+
+    max_events: int | None = DEFAULT_MAX_EVENTS
+    max_sim_ns: float | None = DEFAULT_MAX_SIM_NS
+    timeout_s: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_events", "max_sim_ns", "timeout_s"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            integral = name == "max_events"
+            if isinstance(value, bool) or not isinstance(value, int if integral else (int, float)) or \
+                    not math.isfinite(value) or value <= 0:
+                kind = "a positive integer" if integral else "a positive number"
+                raise BudgetError(f"{name} = {value!r} is invalid; expected {kind} (or None for no limit)")
+
+
+class WallClockExpired(BaseException):  # an interrupt, not an error: it must pass `except Exception`
+    """Raised by the :func:`watchdog` signal handler wherever the main thread is; carries the frame it hit."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(where)
+        self.where = where
+
+
+def _frame_text(frame: Any) -> str:
+    """``file.py:12 in fn``: where a frame is executing."""
+    if frame is None:
+        return "an unknown place"
+    return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
+
+
+@contextmanager
+def watchdog(engine: Any, timeout_s: float | None) -> Iterator[None]:
+    """Stop the run after ``timeout_s`` wall-clock seconds with a ``SimulationLimitError``.
+
+    Sets ``engine.deadline`` (checked between event chunks) and, on the main
+    thread of a POSIX process, arms ``SIGALRM``: its handler raises
+    :class:`WallClockExpired` (a ``BaseException``, so a kernel's or the
+    PE_CPU's ``except Exception`` cannot swallow it) in whatever code is
+    running, every second until the run has unwound. ``None`` does nothing.
+    """
+    if timeout_s is None:
+        yield
+        return
+    import time
+
+    engine.deadline = time.monotonic() + timeout_s
+    engine.timeout_s = timeout_s
+    use_signal = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    previous = None
+    state = {"armed": True}
+
+    def expire(signum: int, frame: Any) -> None:
+        if state["armed"]:
+            raise WallClockExpired(_frame_text(frame))
+
+    if use_signal:
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, timeout_s, 1.0)
+    try:
+        yield
+    except WallClockExpired as exc:
+        state["armed"] = False
+        raise engine.limit_error(f"the run took more than the wall-clock timeout of {timeout_s:g} s",
+                                 "--timeout SECONDS / timeout_s=", where=exc.where) from None
+    finally:
+        state["armed"] = False
+        engine.deadline = None
+        if use_signal:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
+
+
+__all__ = ["CHECK_EVERY", "DEFAULT_MAX_EVENTS", "DEFAULT_MAX_SIM_NS", "Limits", "WallClockExpired", "watchdog"]
