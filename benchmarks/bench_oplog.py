@@ -5,7 +5,8 @@ topology, timing mode) gives the mix of records: their components, op names
 and parameters. The benchmark then logs ``--records`` records by replaying
 that mix round-robin into a fresh log, re-creating every number as a new
 object on the way (as a simulation does; small ints stay shared, as they do
-in CPython), and measures the memory the log holds with ``tracemalloc``:
+in CPython), and measures the memory the log holds with ``tracemalloc`` (or, with
+``--method rss``, as the growth of the resident set):
 
 - ``columnar``: :class:`kernbench.sim.oplog.OpLog` (times in ``array('d')``,
   site and parameter names as 4-byte indices, values in one tuple a record);
@@ -15,7 +16,8 @@ in CPython), and measures the memory the log holds with ``tracemalloc``:
 Usage::
 
     python benchmarks/bench_oplog.py                      # 1,000,000 records, columnar and objects
-    python benchmarks/bench_oplog.py --records 10000000   # the 10-million-record target, columnar only
+    python benchmarks/bench_oplog.py --records 10000000 --method rss --out benchmarks/results/oplog_10m.json
+                                                          # the 10-million-record target, resident memory
 
 The result is written to ``benchmarks/results/oplog.json`` (``--out``).
 """
@@ -79,20 +81,33 @@ def fill(n: int, rows: list[tuple], layout: str):
     return out
 
 
-def measure(n: int, rows: list[tuple], layout: str) -> dict:
-    """Bytes the log of ``n`` records holds (tracemalloc), and the wall time to fill it."""
+def _rss() -> int:
+    """This process's resident memory now, bytes (Linux ``/proc/self/statm``)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+
+
+def measure(n: int, rows: list[tuple], layout: str, method: str) -> dict:
+    """Bytes the log of ``n`` records holds, by ``tracemalloc`` (exact Python allocations, slow) or by the growth
+    of the resident set (``rss``: what the machine sees, fast), and the wall time to fill it."""
     gc.collect()
-    tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
+    if method == "tracemalloc":
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+    else:
+        base = _rss()
     t = time.perf_counter()
     log = fill(n, rows, layout)
     wall = time.perf_counter() - t
-    held = tracemalloc.get_traced_memory()[0] - base
-    tracemalloc.stop()
+    if method == "tracemalloc":
+        held = tracemalloc.get_traced_memory()[0] - base
+        tracemalloc.stop()
+    else:
+        held = _rss() - base
     assert len(log) == n
     del log
-    return {"records": n, "bytes": held, "bytes_per_record": held / n, "fill_wall_s": round(wall, 2),
-            "projected_10M_records_gib": round(held / n * TARGET_RECORDS / (1 << 30), 3)}
+    return {"records": n, "method": method, "bytes": held, "bytes_per_record": round(held / n, 1),
+            "fill_wall_s": round(wall, 2), "projected_10M_records_gib": round(held / n * TARGET_RECORDS / (1 << 30), 3)}
 
 
 def main() -> int:
@@ -100,6 +115,8 @@ def main() -> int:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--baseline", action=argparse.BooleanOptionalAction, default=None,
                     help="also measure the one-object-per-record layout (default: when --records <= 2,000,000)")
+    ap.add_argument("--method", choices=("tracemalloc", "rss"), default="tracemalloc",
+                    help="how memory is measured (default: %(default)s; rss is faster for 10 million records)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "oplog.json"))
     args = ap.parse_args()
     baseline = args.records <= 2_000_000 if args.baseline is None else args.baseline
@@ -107,9 +124,9 @@ def main() -> int:
     rows = sample_records()
     result = {"command": "python benchmarks/bench_oplog.py " + " ".join(sys.argv[1:]),
               "sample": f"{len(rows)} records of matmul-composite and ccl-allreduce (default topology), replayed",
-              "columnar": measure(args.records, rows, "columnar")}
+              "columnar": measure(args.records, rows, "columnar", args.method)}
     if baseline:
-        result["objects"] = measure(args.records, rows, "objects")
+        result["objects"] = measure(args.records, rows, "objects", args.method)
     result["max_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     col = result["columnar"]
     result["target"] = {"records": TARGET_RECORDS, "bytes": TARGET_BYTES,

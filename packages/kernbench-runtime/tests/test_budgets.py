@@ -13,7 +13,7 @@ import pytest
 from kernbench.runtime import DPPolicy, RuntimeContext, session
 from kernbench.runtime.bench import BenchInfo, run_bench
 from kernbench.sim import BudgetError, Limits, SimulationLimitError
-from kernbench.sim.limits import DEFAULT_MAX_EVENTS, DEFAULT_MAX_SIM_NS, watchdog
+from kernbench.sim.limits import DEFAULT_MAX_EVENTS, DEFAULT_MAX_RECORDS, DEFAULT_MAX_SIM_NS, watchdog
 from kernbench.topology import compile_spec, spec_from_dict
 
 ONE = DPPolicy(num_cubes=1, num_pes=1)
@@ -63,6 +63,13 @@ def test_event_budget_stops_a_kernel_looping_on_tl_calls(graph):
                     r"last op 'dispatch' on sip0\.cube0\.pe0\.pe_cpu at [\d,.]+ ns; sip0\.cube0\.pe0 runs kernel "
                     r"'spin' \(last waiting for CyclesCmd\); if the run is meant to be this long raise the budget "
                     r"\(--max-events N / max_events=\), else look for a loop that never ends$", msg), msg
+
+
+def test_op_log_budget_bounds_the_memory_of_a_runaway(graph):
+    msg = _run(graph, spin_cycles, max_records=5_000, max_events=None)
+    assert re.search(r"the op log holds 5,\d{3} records, more than max_records = 5,000; last op 'dispatch' on "
+                     r"sip0\.cube0\.pe0\.pe_cpu", msg), msg
+    assert "(--max-records N / max_records=)" in msg
 
 
 def test_simulated_time_budget(graph):
@@ -136,12 +143,13 @@ def test_run_bench_reports_the_limit_as_a_failed_run(graph):
 
 def test_defaults_and_validation():
     assert Limits() == Limits(DEFAULT_MAX_EVENTS, DEFAULT_MAX_SIM_NS, None)
-    assert (DEFAULT_MAX_EVENTS, DEFAULT_MAX_SIM_NS) == (10_000_000, 1e10)
+    assert (DEFAULT_MAX_EVENTS, DEFAULT_MAX_SIM_NS, DEFAULT_MAX_RECORDS) == (200_000_000, 1e10, 10_000_000)
     for bad in ({"max_events": 0}, {"max_events": 1.5}, {"max_events": True}, {"max_sim_ns": -1.0},
-                {"max_sim_ns": float("nan")}, {"timeout_s": 0}, {"timeout_s": "5"}):
+                {"max_sim_ns": float("nan")}, {"timeout_s": 0}, {"timeout_s": "5"}, {"max_records": -5},
+                {"max_records": 2.0}):
         with pytest.raises(BudgetError, match=f"{next(iter(bad))} = .* is invalid; expected a positive"):
             Limits(**bad)
-    Limits(None, None, None)
+    Limits(None, None, None, None)
 
 
 def test_a_normal_run_is_untouched_by_the_budgets(graph):

@@ -50,8 +50,10 @@ def test_sharded_gemm_matches_numpy(graph):
 def test_to_numpy_needs_data_mode(graph):
     ctx = RuntimeContext(graph)
     t = ctx.zeros((4, 4))
-    with pytest.raises(RuntimeApiError, match="data=True"):
+    with pytest.raises(RuntimeApiError, match="to_numpy needs real numerics: create the context with data=True"):
         ctx.to_numpy(t)
+    with pytest.raises(RuntimeApiError, match="peek needs real numerics: create the context with data=True"):
+        ctx.peek(t)
 
 
 def test_allocation_beyond_capacity_names_size_and_largest_block(graph):

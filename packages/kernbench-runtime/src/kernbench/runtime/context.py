@@ -46,7 +46,7 @@ from kernbench.runtime.allocator import FreeList, PEMemAllocator, VirtualAllocat
 from kernbench.runtime.extensions import EXTENSIONS, ExtensionRegistry
 from kernbench.runtime.placement import DPPolicy, Shard, resolve_shards
 from kernbench.sim import ComponentRegistry, GraphEngine, MemoryReadMsg, MemoryWriteMsg, Request
-from kernbench.sim.limits import DEFAULT_MAX_EVENTS, DEFAULT_MAX_SIM_NS, Limits, watchdog
+from kernbench.sim.limits import DEFAULT_MAX_EVENTS, DEFAULT_MAX_RECORDS, DEFAULT_MAX_SIM_NS, Limits, watchdog
 from kernbench.sim.links import LinkRecord, link_records
 from kernbench.tl import TensorArg
 from kernbench.topology import TopologyGraph, resolve
@@ -543,19 +543,20 @@ class RuntimeContext:
 @contextlib.contextmanager
 def session(topology: str | Path | TopologyGraph | None = None, device: int = 0, data: bool = False,
             trace: bool = False, *, max_events: int | None = DEFAULT_MAX_EVENTS,
-            max_sim_ns: float | None = DEFAULT_MAX_SIM_NS, timeout_s: float | None = None
-            ) -> Iterator[RuntimeContext]:
+            max_sim_ns: float | None = DEFAULT_MAX_SIM_NS, timeout_s: float | None = None,
+            max_records: int | None = DEFAULT_MAX_RECORDS) -> Iterator[RuntimeContext]:
     """``with session(device=0, data=True) as torch: ...`` for scripts and notebooks.
 
     ``topology`` is a compiled graph, a YAML file, the name of a builtin
     topology, or None for the builtin default (it works from any folder).
-    ``max_events``, ``max_sim_ns`` and ``timeout_s`` (wall-clock seconds for
-    the whole block) bound the run (:mod:`kernbench.sim.limits`; None: no
-    limit); a run past one raises ``SimulationLimitError``. When the block
+    ``max_events``, ``max_sim_ns``, ``max_records`` (op-log records) and
+    ``timeout_s`` (wall-clock seconds for the whole block) bound the run
+    (:mod:`kernbench.sim.limits`; None: no limit); a run past one raises
+    ``SimulationLimitError``. When the block
     ends the session is closed: its tensors are freed and it accepts no
     more work.
     """
-    limits = Limits(max_events, max_sim_ns, timeout_s)
+    limits = Limits(max_events, max_sim_ns, timeout_s, max_records)
     graph = topology if isinstance(topology, TopologyGraph) else resolve(topology)
     ctx = RuntimeContext(graph, device=device, data=data, trace=trace, limits=limits)
     ok = False

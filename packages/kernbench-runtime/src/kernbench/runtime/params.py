@@ -58,10 +58,10 @@ class Param:
             return "one of " + ", ".join(self.choices)
         kind = _TYPES[self.type]
         if self.lo is not None and self.hi is not None:
-            return f"an {kind} from {self.lo:g} to {self.hi:g}" if kind == "integer" else \
-                f"a {kind} from {self.lo:g} to {self.hi:g}"
+            return f"an {kind} from {_num(self.lo)} to {_num(self.hi)}" if kind == "integer" else \
+                f"a {kind} from {_num(self.lo)} to {_num(self.hi)}"
         if self.lo is not None:
-            return f"{'an' if kind == 'integer' else 'a'} {kind} >= {self.lo:g}"
+            return f"{'an' if kind == 'integer' else 'a'} {kind} >= {_num(self.lo)}"
         return f"{'an' if kind == 'integer' else 'a'} {kind}"
 
     def parse(self, text: str, where: str) -> object:
@@ -102,6 +102,11 @@ class Param:
         unit = f" {self.unit}" if self.unit else ""
         env = f"  [env {self.env}]" if self.env else ""
         return f"{self.name:14s} {self.allowed}{unit}; default {self.default}. {self.meaning}{env}"
+
+
+def _num(x: float) -> str:
+    """A bound as people write it: whole numbers in full (``4194304``, not ``4.1943e+06``), else ``%g``."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
 
 
 class BenchParams(Mapping):

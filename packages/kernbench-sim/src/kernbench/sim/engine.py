@@ -133,6 +133,7 @@ class GraphEngine:
         self.limits = limits if limits is not None else Limits()
         self.max_events = self.limits.max_events or math.inf
         self.max_sim_ns = self.limits.max_sim_ns or math.inf
+        self.max_records = self.limits.max_records or math.inf
         self.deadline: float | None = None  # time.monotonic() past which the run stops (set by limits.watchdog)
         self.timeout_s: float | None = None
         self.wires: dict[tuple[str, str], Wire] = {}  # created on first use by route()
@@ -202,8 +203,8 @@ class GraphEngine:
 
     def _drive(self, stop: Event | None) -> bool:
         """Step SimPy until ``stop`` has been processed (True) or the queue is empty (False, or always with
-        ``stop=None``), checking the budgets once per :data:`CHECK_EVERY` steps (more often when the event budget
-        is nearly used up, so a small ``max_events`` stops the run close to it).
+        ``stop=None``), checking the budgets once per :data:`CHECK_EVERY` steps (more often when the event or
+        record budget is nearly used up, so a small budget stops the run close to it).
 
         This replaces ``Environment.run``: the same steps in the same order, so
         results are identical; the budget check between chunks costs nothing
@@ -215,9 +216,11 @@ class GraphEngine:
             stop.callbacks.append(StopSimulation.callback)
         # NOTE: SimPy's own loop is `while True: self.step()`; a local `step` over a range is no slower.
         step = self.env.step
+        oplog = self.oplog
         try:
             while True:
-                for _ in range(min(CHECK_EVERY, max(1, self.max_events - self.events + 1))):
+                left = min(self.max_events - self.events, self.max_records - len(oplog))
+                for _ in range(CHECK_EVERY if left >= CHECK_EVERY else max(1, int(left) + 1)):
                     step()
                 self._check_budget()
         except StopSimulation:
@@ -228,13 +231,17 @@ class GraphEngine:
             return False
 
     def _check_budget(self) -> None:
-        """:class:`SimulationLimitError` when the run has used up its events, simulated time or wall-clock time."""
+        """:class:`SimulationLimitError` when the run has used up its events, simulated time, op-log records or
+        wall-clock time."""
         if self.events > self.max_events:
             raise self.limit_error(f"the run processed {self.events:,} events, more than max_events = "
                                    f"{self.limits.max_events:,}", "--max-events N / max_events=")
         if self.env._now > self.max_sim_ns:
             raise self.limit_error(f"the simulated clock reached {self.env._now:,.1f} ns, beyond max_sim_ns = "
                                    f"{self.limits.max_sim_ns:,.0f}", "--max-sim-ns NS / max_sim_ns=")
+        if len(self.oplog) > self.max_records:
+            raise self.limit_error(f"the op log holds {len(self.oplog):,} records, more than max_records = "
+                                   f"{self.limits.max_records:,}", "--max-records N / max_records=")
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise self.limit_error(f"the run took more than the wall-clock timeout of {self.timeout_s:g} s",
                                    "--timeout SECONDS / timeout_s=")

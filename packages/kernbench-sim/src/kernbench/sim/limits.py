@@ -6,11 +6,14 @@ op log, an out-of-memory kill or a hang. Three budgets guard a run:
 - ``max_events``: SimPy events the engine schedules (``GraphEngine.events``,
   what ``kernbench run --json`` reports as ``events``);
 - ``max_sim_ns``: the simulated clock;
+- ``max_records``: records in the op log, the memory a run keeps (about
+  170 bytes a record, ``benchmarks/bench_oplog.py``): a kernel looping on a
+  ``tl`` call adds one per iteration;
 - ``timeout_s``: wall-clock seconds, for a kernel spinning in pure Python
   without ever calling ``tl`` (no event is processed, so only a clock can
   stop it).
 
-The event and simulated-time budgets are checked by the engine every
+The event, simulated-time and record budgets are checked by the engine every
 :data:`CHECK_EVERY` events, between chunks of SimPy steps, so they add no
 work per event (``benchmarks/bench_fabric.py``). The wall clock is checked
 there as well, and, on the main thread of a POSIX process, by a ``SIGALRM``
@@ -18,9 +21,10 @@ there as well, and, on the main thread of a POSIX process, by a ``SIGALRM``
 the run with :class:`~kernbench.sim.errors.SimulationLimitError`, which names
 the PE, the kernel and the last op.
 
-The defaults are far above any shipped bench or study (the largest uses
-about 0.2 million events and 0.5 ms of simulated time, see ADR 0027) and
-keep a runaway op log within a couple of GB.
+The defaults are far above any shipped bench or study: the largest study
+point uses 11.6 million events, 8.8 ms of simulated time and 0.8 million op
+records (``python benchmarks/bench_budgets.py``, ADR 0027). The record
+budget keeps a runaway op log under 2 GB.
 """
 
 from __future__ import annotations
@@ -35,9 +39,10 @@ from typing import Any
 
 from kernbench.sim.errors import BudgetError
 
-#: Default budgets of every engine (events, simulated ns); no wall-clock limit unless asked for.
-DEFAULT_MAX_EVENTS = 10_000_000
+#: Default budgets of every engine (events, simulated ns, op records); no wall-clock limit unless asked for.
+DEFAULT_MAX_EVENTS = 200_000_000
 DEFAULT_MAX_SIM_NS = 1e10
+DEFAULT_MAX_RECORDS = 10_000_000
 #: The engine checks its budgets once per this many SimPy steps.
 CHECK_EVERY = 4096
 
@@ -49,13 +54,14 @@ class Limits:
     max_events: int | None = DEFAULT_MAX_EVENTS
     max_sim_ns: float | None = DEFAULT_MAX_SIM_NS
     timeout_s: float | None = None
+    max_records: int | None = DEFAULT_MAX_RECORDS
 
     def __post_init__(self) -> None:
-        for name in ("max_events", "max_sim_ns", "timeout_s"):
+        for name in ("max_events", "max_sim_ns", "timeout_s", "max_records"):
             value = getattr(self, name)
             if value is None:
                 continue
-            integral = name == "max_events"
+            integral = name in ("max_events", "max_records")
             if isinstance(value, bool) or not isinstance(value, int if integral else (int, float)) or \
                     not math.isfinite(value) or value <= 0:
                 kind = "a positive integer" if integral else "a positive number"
@@ -119,4 +125,5 @@ def watchdog(engine: Any, timeout_s: float | None) -> Iterator[None]:
             signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
 
 
-__all__ = ["CHECK_EVERY", "DEFAULT_MAX_EVENTS", "DEFAULT_MAX_SIM_NS", "Limits", "WallClockExpired", "watchdog"]
+__all__ = ["CHECK_EVERY", "DEFAULT_MAX_EVENTS", "DEFAULT_MAX_RECORDS", "DEFAULT_MAX_SIM_NS", "Limits",
+           "WallClockExpired", "watchdog"]

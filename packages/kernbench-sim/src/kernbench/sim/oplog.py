@@ -138,5 +138,12 @@ class OpRecords(Sequence):
             c, k, n = sites[site[i]]
             yield OpRecord(t0[i], t1[i], c, k, n, dict(zip(names[keys[i]], vals[i], strict=True)))
 
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (OpRecords, list, tuple)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable underneath, like a list
+
     def __repr__(self) -> str:
         return f"<{self._n} op records>"

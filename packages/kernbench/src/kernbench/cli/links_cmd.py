@@ -59,11 +59,11 @@ def draw(report: LinksReport, graph: TopologyGraph, out: str, scope: str = "auto
 
 def run_links(args: argparse.Namespace) -> int:
     """Print the busiest links; draw the heatmap when asked."""
-    report = read_links(args.file)
     if args.heatmap:
         from kernbench.cli.paths import output_file
 
         output_file(args.heatmap, "--heatmap")
+    report = read_links(args.file)
     if args.top < 0:
         raise LinksFileError(f"--top {args.top} must be 0 or more")
     if args.top:

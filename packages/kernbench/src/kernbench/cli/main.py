@@ -100,7 +100,7 @@ def _dispatch(args) -> int:
             return run_list(args.params)
         return run_run(args.topology, args.bench, args.device, data=args.data, as_json=args.json,
                        trace=args.trace, params=args.params, links=args.links, links_top=args.links_top,
-                       budgets=(args.max_events, args.max_sim_ns, args.timeout), debug=args.debug)
+                       budgets=(args.max_events, args.max_sim_ns, args.timeout, args.max_records), debug=args.debug)
     if args.command == "links":
         from kernbench.cli.links_cmd import run_links
 

@@ -9,6 +9,7 @@ is expected, a file where a folder is expected.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from kernbench.topology.errors import KernbenchError
@@ -28,11 +29,26 @@ def output_file(path: str | Path, option: str) -> Path:
         raise OutputPathError(f"{option} {path}: folder {parent} does not exist; create it or choose another path")
     if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
         raise OutputPathError(f"{option} {path}: cannot be written (permission denied); choose a writable path")
+    _probe(p, option, path)
     return p
 
 
+def _probe(p: Path, option: str, path: str | Path) -> None:
+    """Open ``p`` for appending (what permission bits cannot tell, e.g. ``/proc`` or a read-only mount, even for
+    root); a file the probe created is removed again."""
+    existed = p.exists()
+    try:
+        with open(p, "ab"):
+            pass
+    except OSError as exc:
+        raise OutputPathError(f"{option} {path}: cannot be written ({exc.strerror}); choose a writable path") \
+            from None
+    if not existed:
+        p.unlink(missing_ok=True)
+
+
 def output_dir(path: str | Path, option: str) -> Path:
-    """``path`` as a folder this process can create (with its parents) or write into."""
+    """``path`` as a folder this process can write into, created (with its parents) now if missing."""
     p = Path(path).expanduser()
     if p.exists() and not p.is_dir():
         raise OutputPathError(f"{option} {path}: is a file, not a folder; give a folder (it is created if missing)")
@@ -46,4 +62,11 @@ def output_dir(path: str | Path, option: str) -> Path:
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputPathError(f"{option} {path}: {existing} cannot be written (permission denied); choose a writable "
                               f"folder")
+    try:  # what permission bits cannot tell (e.g. /proc, a read-only mount, even for root): create it now
+        p.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=p):
+            pass
+    except OSError as exc:
+        raise OutputPathError(f"{option} {path}: cannot be written ({exc.strerror}); choose a writable folder") \
+            from None
     return p

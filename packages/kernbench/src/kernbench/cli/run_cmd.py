@@ -16,7 +16,7 @@ from kernbench.runtime.bench import BenchError, BenchResult, discover, run_bench
 from kernbench.runtime.params import parse_assignments
 from kernbench.sim.chrome_trace import write_chrome_trace
 from kernbench.sim.errors import BudgetError
-from kernbench.sim.limits import DEFAULT_MAX_EVENTS, DEFAULT_MAX_SIM_NS, Limits
+from kernbench.sim.limits import DEFAULT_MAX_EVENTS, DEFAULT_MAX_RECORDS, DEFAULT_MAX_SIM_NS, Limits
 from kernbench.sim.links import format_top, link_report, write_links
 
 
@@ -62,7 +62,7 @@ def trace_path(trace: str, bench: str) -> Path:
         raise BenchError(f"--trace {trace}: folder {parent} does not exist; create it or choose another path")
     if path.is_dir() or not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise BenchError(f"--trace {trace}: {path} cannot be written; choose a writable file or folder")
-    return path
+    return output_file(path, "--trace")
 
 
 #: ``kernbench run``'s wall-clock budget (s): far beyond any bench within the default event budget.
@@ -70,18 +70,22 @@ DEFAULT_TIMEOUT_S = 600.0
 
 
 def add_budget_options(parser: argparse.ArgumentParser) -> None:
-    """``--max-events``, ``--max-sim-ns`` and ``--timeout`` of ``kernbench run`` (``none`` switches one off)."""
+    """``--max-events``, ``--max-sim-ns``, ``--max-records`` and ``--timeout`` of ``kernbench run`` (``none``
+    switches one off)."""
     parser.add_argument("--max-events", default=str(DEFAULT_MAX_EVENTS), metavar="N",
                         help="stop a run past N simulation events (default: %(default)s; 'none': no limit)")
     parser.add_argument("--max-sim-ns", default=f"{DEFAULT_MAX_SIM_NS:.0f}", metavar="NS",
                         help="stop a run past NS simulated nanoseconds (default: %(default)s; 'none': no limit)")
+    parser.add_argument("--max-records", default=str(DEFAULT_MAX_RECORDS), metavar="N",
+                        help="stop a run whose op log passes N records, about 170 bytes each (default: %(default)s; "
+                             "'none': no limit)")
     parser.add_argument("--timeout", default=f"{DEFAULT_TIMEOUT_S:g}", metavar="SECONDS",
                         help="stop a run past SECONDS of wall-clock time, even a kernel spinning in pure Python "
                              "(default: %(default)s; 'none': no limit)")
 
 
-def limits_from(max_events: str, max_sim_ns: str, timeout: str) -> Limits:
-    """The :class:`Limits` the three options give; :class:`BudgetError` naming a bad value."""
+def limits_from(max_events: str, max_sim_ns: str, timeout: str, max_records: str = str(DEFAULT_MAX_RECORDS)) -> Limits:
+    """The :class:`Limits` the options give; :class:`BudgetError` naming a bad value."""
     def number(text: str, option: str, integral: bool) -> float | int | None:
         if str(text).strip().lower() == "none":
             return None
@@ -95,7 +99,7 @@ def limits_from(max_events: str, max_sim_ns: str, timeout: str) -> Limits:
         return int(value) if integral else value
 
     return Limits(number(max_events, "--max-events", True), number(max_sim_ns, "--max-sim-ns", False),
-                  number(timeout, "--timeout", False))
+                  number(timeout, "--timeout", False), number(max_records, "--max-records", True))
 
 
 def _print(r: BenchResult) -> None:
@@ -125,13 +129,13 @@ def _print(r: BenchResult) -> None:
 
 def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_json: bool, trace: str | None,
             params: list[str] | None = None, links: str | None = None, links_top: int = 0,
-            budgets: tuple[str, str, str] | None = None, debug: bool = False) -> int:
+            budgets: tuple[str, ...] | None = None, debug: bool = False) -> int:
     """Run one bench on one device (or every device); exit 2 when it fails.
 
     ``links`` writes the run's per-link results (:mod:`kernbench.sim.links`); ``links_top`` prints the N busiest
     links (on stderr with ``as_json``, so stdout stays JSON). ``budgets`` are the ``--max-events``,
-    ``--max-sim-ns`` and ``--timeout`` texts; ``debug`` prints a failed bench's traceback. Every output path is
-    checked before anything runs.
+    ``--max-sim-ns``, ``--timeout`` and ``--max-records`` texts; ``debug`` prints a failed bench's traceback.
+    Every output path is checked before anything runs.
     """
     registry = discover()
     _warn_problems(registry)
