@@ -160,7 +160,7 @@ class RuntimeContext:
     def __init__(self, graph: TopologyGraph, *, device: int = 0, data: bool = False,
                  registry: ComponentRegistry | None = None, trace: bool = False, virtual: bool = True,
                  extensions: ExtensionRegistry | None = None, limits: Limits | None = None) -> None:
-        self.number = next(RuntimeContext._numbers)
+        self.number = next(self._numbers)
         self.closed = False
         self.graph = graph
         self._check_device(device)

@@ -87,6 +87,14 @@ class OpLog:
         return OpRecord(self._t0[i], self._t1[i], *self._site_of[self._site[i]],
                         dict(zip(self._key_of[self._keys[i]], self._vals[i], strict=True)))
 
+    def iter_records(self, n: int) -> Iterator[OpRecord]:
+        """The first ``n`` records in the log's current order, made one by one."""
+        t0, t1, site, keys, vals = self._t0, self._t1, self._site, self._keys, self._vals
+        sites, names = self._site_of, self._key_of
+        for i in range(n):
+            c, k, name = sites[site[i]]
+            yield OpRecord(t0[i], t1[i], c, k, name, dict(zip(names[keys[i]], vals[i], strict=True)))
+
     @property
     def records(self) -> OpRecords:
         """All records in ``t_start`` order (insertion order among equal starts), as a read-only sequence whose
@@ -131,12 +139,7 @@ class OpRecords(Sequence):
         return self._log.record_at(i)
 
     def __iter__(self) -> Iterator[OpRecord]:
-        log = self._log
-        t0, t1, site, keys, vals = log._t0, log._t1, log._site, log._keys, log._vals
-        sites, names = log._site_of, log._key_of
-        for i in range(self._n):
-            c, k, n = sites[site[i]]
-            yield OpRecord(t0[i], t1[i], c, k, n, dict(zip(names[keys[i]], vals[i], strict=True)))
+        return self._log.iter_records(self._n)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (OpRecords, list, tuple)):

@@ -62,7 +62,7 @@ def run_links(args: argparse.Namespace) -> int:
     if args.heatmap:
         from kernbench.cli.paths import output_file
 
-        output_file(args.heatmap, "--heatmap")
+        output_file(args.heatmap, "--heatmap", parents=True)
     report = read_links(args.file)
     if args.top < 0:
         raise LinksFileError(f"--top {args.top} must be 0 or more")

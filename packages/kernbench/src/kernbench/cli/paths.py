@@ -19,12 +19,17 @@ class OutputPathError(KernbenchError):
     """An output path cannot be written: its folder is missing or read-only, or it names the wrong kind of thing."""
 
 
-def output_file(path: str | Path, option: str) -> Path:
-    """``path`` as a file this process can create or overwrite; its folder must already exist."""
+def output_file(path: str | Path, option: str, *, parents: bool = False) -> Path:
+    """``path`` as a file this process can create or overwrite; its folder must already exist, or, with
+    ``parents`` (for outputs whose writer creates their folders), is created now."""
     p = Path(path).expanduser()
     if p.is_dir():
         raise OutputPathError(f"{option} {path}: is a folder; give a file name inside it")
     parent = p.parent
+    if parent.exists() and not parent.is_dir():
+        raise OutputPathError(f"{option} {path}: {parent} is a file, not a folder; choose another path")
+    if parents and not parent.exists():
+        output_dir(parent, option, shown=path)
     if not parent.is_dir():
         raise OutputPathError(f"{option} {path}: folder {parent} does not exist; create it or choose another path")
     if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
@@ -47,9 +52,11 @@ def _probe(p: Path, option: str, path: str | Path) -> None:
         p.unlink(missing_ok=True)
 
 
-def output_dir(path: str | Path, option: str) -> Path:
-    """``path`` as a folder this process can write into, created (with its parents) now if missing."""
+def output_dir(path: str | Path, option: str, *, shown: str | Path | None = None) -> Path:
+    """``path`` as a folder this process can write into, created (with its parents) now if missing; messages name
+    ``shown`` (default ``path``): the file an option names, when ``path`` is its folder."""
     p = Path(path).expanduser()
+    path = path if shown is None else shown
     if p.exists() and not p.is_dir():
         raise OutputPathError(f"{option} {path}: is a file, not a folder; give a folder (it is created if missing)")
     existing = p

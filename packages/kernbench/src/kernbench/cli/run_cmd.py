@@ -146,7 +146,7 @@ def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_jso
     resolve_params(info.name, info.params, given)  # refuse bad values before compiling anything
     out = trace_path(trace, info.name) if trace else None
     if links:
-        output_file(links, "--links")
+        output_file(links, "--links", parents=True)
     limits = limits_from(*budgets) if budgets is not None else Limits(timeout_s=DEFAULT_TIMEOUT_S)
     if links_top < 0:
         raise BenchError(f"--links-top {links_top} must be 0 or more")

@@ -69,11 +69,7 @@ def run_study_command(args: argparse.Namespace) -> int:
                          out=Path(args.out) if args.out else None, force=args.force,
                          topology_dir=Path(args.topologies), argv=("kernbench", *sys.argv[1:]),
                          where=parse_where(args.where))
-    options = options.checked()
-    if args.out:
-        from kernbench.cli.paths import output_dir
-
-        output_dir(args.out, "--out")
+    options = options.checked()  # the runner probes --out before any point runs (runner.check_writable)
     studies = resolve(args.name)
     t0 = time.perf_counter()
     plans = plan(studies, options)
