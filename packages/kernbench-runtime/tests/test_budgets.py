@@ -104,6 +104,17 @@ def test_watchdog_restores_the_previous_alarm_handler(graph):
         signal.signal(signal.SIGALRM, old)
 
 
+def test_a_nested_watchdog_restores_the_enclosing_one(graph):
+    ctx = RuntimeContext(graph)
+    with watchdog(ctx.engine, 30.0):
+        outer = ctx.engine.deadline
+        with watchdog(ctx.engine, 10.0):
+            assert ctx.engine.deadline < outer
+        assert ctx.engine.deadline == outer and ctx.engine.timeout_s == 30.0
+        assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 30.0
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0) and ctx.engine.deadline is None
+
+
 def test_wall_clock_budget_off_the_main_thread_is_checked_between_events(graph):
     # No SIGALRM outside the main thread: the engine's own deadline check stops an event-heavy runaway.
     out: dict = {}

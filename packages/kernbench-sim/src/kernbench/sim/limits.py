@@ -98,10 +98,11 @@ def watchdog(engine: Any, timeout_s: float | None) -> Iterator[None]:
         return
     import time
 
+    outer = (engine.deadline, engine.timeout_s)
     engine.deadline = time.monotonic() + timeout_s
     engine.timeout_s = timeout_s
     use_signal = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
-    previous = None
+    previous, previous_timer = None, (0.0, 0.0)
     state = {"armed": True}
 
     def expire(signum: int, frame: Any) -> None:
@@ -110,7 +111,7 @@ def watchdog(engine: Any, timeout_s: float | None) -> Iterator[None]:
 
     if use_signal:
         previous = signal.signal(signal.SIGALRM, expire)
-        signal.setitimer(signal.ITIMER_REAL, timeout_s, 1.0)
+        previous_timer = signal.setitimer(signal.ITIMER_REAL, timeout_s, 1.0)
     try:
         yield
     except WallClockExpired as exc:
@@ -119,10 +120,12 @@ def watchdog(engine: Any, timeout_s: float | None) -> Iterator[None]:
                                  "--timeout SECONDS / timeout_s=", where=exc.where) from None
     finally:
         state["armed"] = False
-        engine.deadline = None
-        if use_signal:
+        engine.deadline, engine.timeout_s = outer
+        if use_signal:  # restore whatever alarm was armed before (an enclosing watchdog's, say)
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
+            if previous_timer[0] > 0:
+                signal.setitimer(signal.ITIMER_REAL, *previous_timer)
 
 
 __all__ = ["CHECK_EVERY", "DEFAULT_MAX_EVENTS", "DEFAULT_MAX_RECORDS", "DEFAULT_MAX_SIM_NS", "Limits",
