@@ -35,24 +35,26 @@ def test_grid_is_eight_shapes_by_three_stagings_and_one_to_48_tiles():
 
 
 def test_fill_caps_follow_the_topology_tile(tmp_path):
-    """Today's tile (M32 x N64 x K32) and the seed's (M32 x K64 x N32, via a topology file): caps = m*k*n over
-    the paid tile MACs, computed here by hand."""
-    caps_now = {(32, 32, 32): 32 * 32 * 32 / (32 * 64 * 32), (8, 128, 128): 8 / 32, (128, 8, 128): 8 / 32}
-    for (m, k, n), cap in caps_now.items():
-        assert _point(variant="load_load", m=m, k=k, n=n)["fill_ratio"] == pytest.approx(cap, abs=1e-12)
-    spec = yaml.safe_load((TOPOLOGIES / "topology.yaml").read_text())
-    spec["pe"]["gemm"].update(tile_m=32, tile_k=64, tile_n=32)
-    (tmp_path / "topology.yaml").write_text(yaml.safe_dump(spec))
-    ctx = PointContext(tmp_path)
-    caps_seed = {(32, 32, 32): 0.5, (8, 128, 128): 0.25, (128, 8, 128): 0.125}
-    for (m, k, n), cap in caps_seed.items():
-        r = STUDY.point({"series": "shapes", "topology": "topology.yaml", "variant": "load_load", "m": m, "k": k,
-                         "n": n}, ctx)
+    """The shipped tile (M32 x K64 x N32, the seed's) and the earlier one (M32 x N64 x K32, via a topology file):
+    caps = m*k*n over the paid tile MACs, computed here by hand."""
+    caps_shipped = {(32, 32, 32): 0.5, (8, 128, 128): 0.25, (128, 8, 128): 0.125}
+    for (m, k, n), cap in caps_shipped.items():
+        r = _point(variant="load_load", m=m, k=k, n=n)
         assert (r["tile_m"], r["tile_k"], r["tile_n"]) == (32, 64, 32)
         assert r["fill_ratio"] == cap
         assert r["mac_efficiency"] <= cap  # a shape never beats its cap
+    spec = yaml.safe_load((TOPOLOGIES / "topology.yaml").read_text())
+    spec["pe"]["gemm"].update(tile_m=32, tile_k=32, tile_n=64)
+    (tmp_path / "topology.yaml").write_text(yaml.safe_dump(spec))
+    ctx = PointContext(tmp_path)
+    caps_other = {(32, 32, 32): 32 * 32 * 32 / (32 * 64 * 32), (8, 128, 128): 8 / 32, (128, 8, 128): 8 / 32}
+    for (m, k, n), cap in caps_other.items():
+        r = STUDY.point({"series": "shapes", "topology": "topology.yaml", "variant": "load_load", "m": m, "k": k,
+                         "n": n}, ctx)
+        assert (r["tile_m"], r["tile_k"], r["tile_n"]) == (32, 32, 64)
+        assert r["fill_ratio"] == pytest.approx(cap, abs=1e-12)
     r = STUDY.point({"series": "tiles", "topology": "topology.yaml", "variant": "load_load", "k_tiles": 5}, ctx)
-    assert (r["m"], r["k"], r["n"], r["tiles"]) == (32, 5 * 64, 32, 5)  # the tile series follows the tile too
+    assert (r["m"], r["k"], r["n"], r["tiles"]) == (32, 5 * 32, 64, 5)  # the tile series follows the tile too
 
 
 def test_gemm_bound_tiles_add_one_gemm_tile_each():
@@ -107,4 +109,4 @@ def test_tile_series_shape_comes_from_a_copied_topology(tmp_path):
     shutil.copy(TOPOLOGIES / "topology.yaml", tmp_path / "topology.yaml")
     r = STUDY.point({"series": "tiles", "topology": "topology.yaml", "variant": "ref_ref", "k_tiles": 2},
                     PointContext(tmp_path))
-    assert (r["m"], r["k"], r["n"], r["tiles"], r["output_tiles"]) == (32, 64, 64, 2, 1)
+    assert (r["m"], r["k"], r["n"], r["tiles"], r["output_tiles"]) == (32, 128, 32, 2, 1)

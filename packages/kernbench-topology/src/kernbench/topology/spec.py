@@ -208,8 +208,8 @@ class GemmSpec:
 
     peak_tflops: float = _f(8.0, "f16 peak throughput, TFLOP/s", positive=True)
     tile_m: int = _f(32, "tile rows (M)", lo=1)
-    tile_n: int = _f(64, "tile columns (N)", lo=1)
-    tile_k: int = _f(32, "tile depth (K)", lo=1)
+    tile_n: int = _f(32, "tile columns (N)", lo=1)
+    tile_k: int = _f(64, "tile depth (K)", lo=1)
 
 
 @dataclass(frozen=True)
