@@ -32,12 +32,30 @@ def test_every_registered_bench_has_committed_digests():
         assert not missing, f"bench {name!r} has no golden digest for {missing}; run nox -s golden -- --update"
 
 
-def test_golden_digests_match():
-    got = golden.compute(golden.cases(golden.registered_benches()), jobs=2)
-    diff = golden.differences(golden.load(), got)
+def _check(selected) -> None:
+    got = golden.compute(selected, jobs=2)
+    want = {k: v for k, v in golden.load().items() if k in got}
+    diff = golden.differences(want, got)
     assert not diff, ("simulator output moved; if a model change did it on purpose, run "
                       "`nox -s golden -- --update` and name the change in the commit:\n" + "\n".join(diff))
     assert all(d["ok"] for d in got.values())
+
+
+def test_golden_digests_match():
+    """Every case on the default topology, and the multi-SIP benches on the 6-SIP torus."""
+    _check(golden.quick_cases(golden.registered_benches()))
+
+
+@pytest.mark.slow
+def test_every_golden_digest_matches():
+    """The whole matrix, as `nox -s golden` checks it."""
+    _check(golden.cases(golden.registered_benches()))
+
+
+def test_the_quick_set_covers_every_bench_and_both_topologies():
+    quick = golden.quick_cases(golden.registered_benches())
+    assert {c.bench for c in quick} == set(golden.registered_benches())
+    assert {c.bench for c in quick if c.topology == golden.SIX_SIP} == golden.MULTI_SIP
 
 
 def _records():

@@ -82,6 +82,17 @@ def cases(bench_names: Iterable[str]) -> list[Case]:
     return out
 
 
+#: Benches whose behaviour depends on the topology beyond one SIP (they spawn a rank per SIP).
+MULTI_SIP = frozenset({"ccl-allreduce", "tp-mlp"})
+
+
+def quick_cases(bench_names: Iterable[str]) -> list[Case]:
+    """The default test session's share: every case on the default topology, and on the 6-SIP torus only the
+    benches that use more than one SIP (the others run on SIP 0 exactly as on the default). ``nox -s golden``
+    and the slow session check every case."""
+    return [c for c in cases(bench_names) if c.topology == DEFAULT or c.bench in MULTI_SIP]
+
+
 # ---------------------------------------------------------------------------------------------- canonical form
 def _canon(value) -> object:
     """A JSON-able, exact form: floats as hex (a 1-ulp change shows), containers recursively, keys sorted."""

@@ -35,12 +35,15 @@ def test_matmul_composite_tiles(graph, monkeypatch, variant, shape):
         monkeypatch.setenv(key, str(value))
     monkeypatch.setenv("MATMUL_VARIANT", variant)
     r = run_bench(discover().resolve("matmul-composite"), graph)
-    tiles = math.ceil(m / 32) * math.ceil(n / 64) * math.ceil(k / 32)
+    g = graph.spec.pe.gemm
+    tm, tn, tk = g.tile_m, g.tile_n, g.tile_k
+    assert (tm, tn, tk) == (32, 32, 64)  # the shipped topology's tile: M32 x K64 x N32
+    tiles = math.ceil(m / tm) * math.ceil(n / tn) * math.ceil(k / tk)
     assert r.ok and r.op_counts["gemm"] == tiles
     per_tile_reads = {"ref_ref": 2, "load_ref": 1, "load_load": 0}[variant]
     loads = {"ref_ref": 0, "load_ref": 1, "load_load": 2}[variant]
     assert r.op_counts["dma_read"] == per_tile_reads * tiles + loads
-    assert r.op_counts["dma_write"] == math.ceil(m / 32) * math.ceil(n / 64)
+    assert r.op_counts["dma_write"] == math.ceil(m / tm) * math.ceil(n / tn)
 
 
 def test_bad_parameters_are_refused_before_anything_runs(graph, monkeypatch):

@@ -34,25 +34,33 @@ def test_grid_is_eight_shapes_by_three_stagings_and_one_to_48_tiles():
     assert len(tiles) == 3 * 48
 
 
-def test_fill_caps_follow_the_topology_tile(tmp_path):
-    """Today's tile (M32 x N64 x K32) and the seed's (M32 x K64 x N32, via a topology file): caps = m*k*n over
-    the paid tile MACs, computed here by hand."""
-    caps_now = {(32, 32, 32): 32 * 32 * 32 / (32 * 64 * 32), (8, 128, 128): 8 / 32, (128, 8, 128): 8 / 32}
-    for (m, k, n), cap in caps_now.items():
-        assert _point(variant="load_load", m=m, k=k, n=n)["fill_ratio"] == pytest.approx(cap, abs=1e-12)
+def _with_tile(tmp_path: Path, tm: int, tn: int, tk: int) -> PointContext:
+    """A copy of the default topology with the GEMM tile set to tm x tn x tk (M, N, K)."""
     spec = yaml.safe_load((TOPOLOGIES / "topology.yaml").read_text())
-    spec["pe"]["gemm"].update(tile_m=32, tile_k=64, tile_n=32)
-    (tmp_path / "topology.yaml").write_text(yaml.safe_dump(spec))
-    ctx = PointContext(tmp_path)
-    caps_seed = {(32, 32, 32): 0.5, (8, 128, 128): 0.25, (128, 8, 128): 0.125}
-    for (m, k, n), cap in caps_seed.items():
+    spec["pe"]["gemm"].update(tile_m=tm, tile_n=tn, tile_k=tk)
+    folder = tmp_path / f"tile{tm}x{tn}x{tk}"
+    folder.mkdir()
+    (folder / "topology.yaml").write_text(yaml.safe_dump(spec))
+    return PointContext(folder)
+
+
+@pytest.mark.parametrize(("tile", "caps"), [
+    # M32 x N64 x K32: 32^3 fills half of N; M = 8 a quarter of M; K = 8 a quarter of K (N = 128 fills N)
+    ((32, 64, 32), {(32, 32, 32): 0.5, (8, 128, 128): 0.25, (128, 8, 128): 0.25}),
+    # the seed's M32 x K64 x N32: 32^3 fills half of K; M = 8 a quarter; K = 8 an eighth
+    ((32, 32, 64), {(32, 32, 32): 0.5, (8, 128, 128): 0.25, (128, 8, 128): 0.125}),
+])
+def test_fill_caps_follow_the_topology_tile(tmp_path, tile, caps):
+    """The caps are computed from the tile in the topology file, so a tile change needs no code change."""
+    ctx = _with_tile(tmp_path, *tile)
+    for (m, k, n), cap in caps.items():
         r = STUDY.point({"series": "shapes", "topology": "topology.yaml", "variant": "load_load", "m": m, "k": k,
                          "n": n}, ctx)
-        assert (r["tile_m"], r["tile_k"], r["tile_n"]) == (32, 64, 32)
+        assert (r["tile_m"], r["tile_n"], r["tile_k"]) == tile
         assert r["fill_ratio"] == cap
         assert r["mac_efficiency"] <= cap  # a shape never beats its cap
     r = STUDY.point({"series": "tiles", "topology": "topology.yaml", "variant": "load_load", "k_tiles": 5}, ctx)
-    assert (r["m"], r["k"], r["n"], r["tiles"]) == (32, 5 * 64, 32, 5)  # the tile series follows the tile too
+    assert (r["m"], r["k"], r["n"], r["tiles"]) == (tile[0], 5 * tile[2], tile[1], 5)  # the tile series follows too
 
 
 def test_gemm_bound_tiles_add_one_gemm_tile_each():
@@ -105,6 +113,7 @@ def test_missing_topology_file_names_the_folder(tmp_path):
 
 def test_tile_series_shape_comes_from_a_copied_topology(tmp_path):
     shutil.copy(TOPOLOGIES / "topology.yaml", tmp_path / "topology.yaml")
+    g = study_graph(tmp_path, "topology.yaml").spec.pe.gemm
     r = STUDY.point({"series": "tiles", "topology": "topology.yaml", "variant": "ref_ref", "k_tiles": 2},
                     PointContext(tmp_path))
-    assert (r["m"], r["k"], r["n"], r["tiles"], r["output_tiles"]) == (32, 64, 64, 2, 1)
+    assert (r["m"], r["k"], r["n"], r["tiles"], r["output_tiles"]) == (g.tile_m, 2 * g.tile_k, g.tile_n, 2, 1)

@@ -9,7 +9,8 @@ from kernbench.ccl.neighbours import intra_cube
 from kernbench.runtime import DPPolicy, RuntimeContext
 from kernbench.topology.address import decode
 
-# Default tile 32 x 64 x 32: six staging buffers (a, b, c, two each) of the largest block, 32 * 64 elements x 4 B.
+# Default tile tm 32 x tn 32 x tk 64: six staging buffers (a, b, c, two each) of the largest block, 32 * 64
+# elements x 4 B.
 STAGING_END = 6 * 32 * 64 * 4
 
 
@@ -34,9 +35,8 @@ def test_rings_and_staging_are_disjoint_and_the_composite_uses_only_staging(load
             side = decode(r.params["dst"] if r.op_name == "dma_read" else r.params["src"])
             if side.kind == "tcm":
                 staged.append((side.offset, side.offset + r.params["nbytes"]))
-    # tile 32 x 64 x 32: 2 row x 2 column x 3 K blocks = 12 tiles, each reading an A and a B block; 2 x 2 output
-    # blocks written back
-    assert len(staged) == 12 * 2 + 4
+    # 2 row x 4 column x 2 K blocks = 16 tiles, each reading an A and a B block; 2 x 4 output blocks written back
+    assert len(staged) == 16 * 2 + 8
     assert all(lo >= 0 and hi <= STAGING_END for lo, hi in staged)
     assert not any(lo < r_hi and r_lo < hi for lo, hi in staged for r_lo, r_hi in rings)
     assert len({lo for lo, _ in staged}) == 6  # a, b and c, double-buffered

@@ -1,10 +1,11 @@
 """Composite GEMM: numerics for every staging variant and epilogue scope, and pipeline timing.
 
-Timing model (load_load, output in TCM), from the topology constants:
-FETCH of a full tile moves (32*32 + 32*64) * 2 B over the 512 GB/s TCM read
-channel = 12 ns; a GEMM tile takes 2*32*64*32 / 8e3 = 16.384 ns; a STORE of a
-32x64 f32 result block takes 8192 / 512 = 16 ns. With GEMM the slowest stage
-the pipeline time is  T = F_first + n_tiles * G + S_last.
+Timing model (load_load, output in TCM), from the topology constants with the
+default tile tm x tn x tk = 32 x 32 x 64: FETCH of a full tile moves
+(tm*tk + tk*tn) * 2 B over the 512 GB/s TCM read channel = 16 ns; a GEMM tile
+takes 2*tm*tn*tk / 8e3 = 16.384 ns; a STORE of a tm x tn f32 result block takes
+tm*tn*4 / 512 = 8 ns. With GEMM the slowest stage the pipeline time is
+T = F_first + n_tiles * G + S_last.
 """
 
 from __future__ import annotations
@@ -21,7 +22,11 @@ from kernbench.components.launch import KernelLaunchMsg
 from kernbench.sim import GraphEngine
 from kernbench.topology import compile_spec, spec_from_dict
 
-G = 2 * 32 * 64 * 32 / 8e3
+TM, TN, TK = 32, 32, 64  # the spec's default GEMM tile (checked below)
+TCM_BW = 512.0
+G = 2 * TM * TN * TK / 8e3
+F_FIRST = (TM * TK + TK * TN) * 2 / TCM_BW
+S_LAST = TM * TN * 4 / TCM_BW
 PEAK_MACS_PER_NS = 8e3 / 2
 
 
@@ -31,6 +36,12 @@ def graph():
 
 
 _setup = deploy
+
+
+def test_the_timing_model_uses_the_default_tile(graph):
+    g = graph.spec.pe.gemm
+    assert (g.tile_m, g.tile_n, g.tile_k) == (TM, TN, TK)
+    assert (graph.spec.pe.tcm.read_bw_gbs, graph.spec.pe.tcm.write_bw_gbs) == (TCM_BW, TCM_BW)
 
 
 def _run(eng, fn, args):
@@ -74,8 +85,9 @@ def test_epilogue_scopes_match_numpy(graph):
     _run(eng, _composite_kernel("load_ref", epilogue), args)
     a32, b32 = a.astype(np.float32), b.astype(np.float32)
     ref = np.zeros((m, n), np.float32)
-    for k0 in range(0, k, 32):  # relu applies to each K tile's partial product
-        ref += np.maximum(a32[:, k0:k0 + 32] @ b32[k0:k0 + 32], 0)
+    tk = graph.spec.pe.gemm.tile_k
+    for k0 in range(0, k, tk):  # relu applies to each K tile's partial product
+        ref += np.maximum(a32[:, k0:k0 + tk] @ b32[k0:k0 + tk], 0)
     ref = 1 / (1 + np.exp(-((ref + bias.astype(np.float32)) * 0.5)))
     out = eng.memory.read_array(args[2].addr.encode(), (m, n), "float16").astype(np.float32)
     np.testing.assert_allclose(out, ref, rtol=3e-3, atol=3e-3)
@@ -102,24 +114,24 @@ def _efficiency(graph, m, k, n):
 @pytest.mark.parametrize("n_tiles", [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48])
 def test_pipeline_matches_the_analytic_model(graph, n_tiles):
     # n_tiles full tiles along K (one output tile): F_first + n * G + S_last
-    params, t, eff = _efficiency(graph, 32, 32 * n_tiles, 64)
+    params, t, eff = _efficiency(graph, TM, TK * n_tiles, TN)
     assert params["tiles"] == n_tiles
-    model = 12.0 + n_tiles * G + 16.0
+    model = F_FIRST + n_tiles * G + S_LAST
     assert t == pytest.approx(model, rel=0.2)
-    model_eff = 32 * 64 * 32 * n_tiles / (PEAK_MACS_PER_NS * model)
+    model_eff = TM * TN * TK * n_tiles / (PEAK_MACS_PER_NS * model)
     assert eff == pytest.approx(model_eff, rel=0.2)
 
 
 def test_efficiency_rises_with_tile_count(graph):
-    effs = [_efficiency(graph, 32, 32 * n, 64)[2] for n in (1, 2, 4, 8, 16, 48)]
+    effs = [_efficiency(graph, TM, TK * n, TN)[2] for n in (1, 2, 4, 8, 16, 48)]
     assert all(x < y for x, y in itertools.pairwise(effs))
     assert effs[-1] > 0.9
 
 
 @pytest.mark.parametrize(("shape", "repeat", "fill"), [
-    ((32, 32, 32), (48, 1, 1), 0.5),     # N = 32 fills half of tn = 64
-    ((8, 32, 64), (1, 1, 48), 0.25),     # M = 8 fills a quarter of tm = 32
-    ((32, 8, 32), (48, 1, 1), 0.125),    # K = 8 of tk = 32 and N = 32 of tn = 64
+    ((32, 32, 32), (48, 1, 1), 0.5),     # K = 32 fills half of tk = 64
+    ((8, 64, 32), (1, 1, 48), 0.25),     # M = 8 fills a quarter of tm = 32
+    ((128, 8, 128), (12, 1, 1), 0.125),  # K = 8 fills an eighth of tk = 64 (4 x 4 output tiles, 12 x along M)
 ])
 def test_under_filled_tiles_cap_at_the_fill_ratio(graph, shape, repeat, fill):
     m, k, n = shape
@@ -127,7 +139,7 @@ def test_under_filled_tiles_cap_at_the_fill_ratio(graph, shape, repeat, fill):
     assert params["macs"] / params["tile_macs"] == pytest.approx(fill)
     # 48 such tiles (repeated along an axis that keeps each tile's shape): efficiency approaches the fill ratio
     params, _, eff = _efficiency(graph, m * repeat[0], k * repeat[1], n * repeat[2])
-    assert params["tiles"] == 48
+    assert params["tiles"] == (48 if shape != (128, 8, 128) else 12 * 16)
     assert 0.85 * fill < eff <= fill
 
 
@@ -139,15 +151,15 @@ def test_blocking_load_dot_is_slower_than_the_composite(graph):
     def composite(tl, a, b, c):
         tl.wait(tl.composite(a, b, c))
 
-    def blocking(tl, a, b, c):  # the same 32x64x32 tiles, each step a blocking load / dot / store
+    def blocking(tl, a, b, c):  # the same tm x tn x tk tiles, each step a blocking load / dot / store
         A, B, C = tl.ref(a), tl.ref(b), tl.ref(c)
-        for i in range(0, m, 32):
-            for j in range(0, n, 64):
+        for i in range(0, m, TM):
+            for j in range(0, n, TN):
                 acc = None
-                for kk in range(0, k, 32):
-                    part = tl.dot(tl.load(A[i:i + 32, kk:kk + 32]), tl.load(B[kk:kk + 32, j:j + 64]))
+                for kk in range(0, k, TK):
+                    part = tl.dot(tl.load(A[i:i + TM, kk:kk + TK]), tl.load(B[kk:kk + TK, j:j + TN]))
                     acc = part if acc is None else acc + part
-                tl.store(C[i:i + 32, j:j + 64], acc)
+                tl.store(C[i:i + TM, j:j + TN], acc)
 
     times = []
     for fn in (composite, blocking):
@@ -248,7 +260,7 @@ def test_math_head_composite_matches_numpy(graph, head, staged):
     ref = (f(x32) + bias.astype(np.float32)) * 2.0
     got = eng.memory.read_array(args[1].addr.encode(), (70, 150), "float16").astype(np.float32)
     np.testing.assert_allclose(got, ref, rtol=3e-3, atol=3e-3)
-    tiles = math.ceil(70 / 32) * math.ceil(150 / 64)
+    tiles = math.ceil(70 / TM) * math.ceil(150 / TN)
     heads = [r for r in eng.oplog.records if r.op_name == "math" and r.params["op"] == head]
     assert len(heads) == tiles
     reads = [r for r in eng.oplog.records if r.op_name == "dma_read"]

@@ -244,12 +244,13 @@ def test_command_list_mode_records_without_time(graph):
         "DmaReadCmd", "DmaReadCmd", "ComputeCmd", "ComputeCmd", "DmaWriteCmd", "CompositeCmd"]
     assert isinstance(cmds[0], DmaReadCmd) and cmds[0].nbytes == 64 * 32 * 2
     gemm = cmds[2]
-    assert isinstance(gemm, ComputeCmd) and gemm.engine == "gemm" and gemm.work == 2 * 2 * 1
+    # the default tile is tm 32 x tn 32 x tk 64: M 64 -> 2 blocks, N 128 -> 4, K 32 -> 1
+    assert isinstance(gemm, ComputeCmd) and gemm.engine == "gemm" and gemm.work == 2 * 4 * 1
     assert isinstance(cmds[4], DmaWriteCmd) and cmds[4].nbytes == 64 * 128 * 4
     comp = cmds[5]
     assert isinstance(comp, CompositeCmd)
-    plan = split(comp, (32, 64, 32)).plan
-    assert plan.variant == "load_ref" and plan.n_tiles == 4
+    plan = split(comp, (32, 32, 64)).plan
+    assert plan.variant == "load_ref" and plan.n_tiles == 8
 
 
 def test_compute_on_an_unloaded_argument_says_to_load_it(graph):

@@ -102,24 +102,24 @@ def test_order_loop_nest_and_output_steps(problem):
 
 
 @pytest.mark.parametrize(("variant", "preload", "dma_read"), [
-    ("ref_ref", 0, 24576),
+    ("ref_ref", 0, 32768),
     ("load_ref", 8192, 16384),
     ("load_load", 16384, 0),
 ])
 def test_bytes_square_64(variant, preload, dma_read):
-    """M=N=K=64: grid 2 x 1 x 2 = 4 tiles, each a full 32x64x32 tile, 2 output tiles.
+    """M=N=K=64 with the default tile tm=32, tn=32, tk=64: grid 2 x 2 x 1 = 4 full tiles, 4 output tiles.
 
-    A block 32*32*2 = 2048 B, B block 32*64*2 = 4096 B, C block 32*64*2 = 4096 B.
-    ref_ref reads 4 * (2048 + 4096) = 24576 B; load_ref preloads A (64*64*2 = 8192 B) and
+    A block 32*64*2 = 4096 B, B block 64*32*2 = 4096 B, C block 32*32*2 = 2048 B.
+    ref_ref reads 4 * (4096 + 4096) = 32768 B; load_ref preloads A (64*64*2 = 8192 B) and
     reads 4 * 4096 = 16384 B of B; load_load preloads A and B (8192 + 8192) and reads nothing.
-    Every variant fetches 24576 B and stores / writes back 2 * 4096 = 8192 B.
+    Every variant fetches 32768 B and stores / writes back 4 * 2048 = 8192 B.
     """
     plan = gemm_plan(64, 64, 64, variant=variant)
-    assert plan.n_tiles == 4 and plan.n_output_tiles == 2
+    assert plan.n_tiles == 4 and plan.n_output_tiles == 4
     assert sum(s.nbytes for s in plan.preload) == preload
     assert all(s.stage is Stage.DMA_READ for s in plan.preload)
     assert stage_bytes(plan, Stage.DMA_READ) == dma_read
-    assert stage_bytes(plan, Stage.FETCH) == 24576
+    assert stage_bytes(plan, Stage.FETCH) == 32768
     assert stage_bytes(plan, Stage.STORE) == 8192
     assert stage_bytes(plan, Stage.DMA_WRITE) == 8192
     assert plan.fill_ratio == 1.0
@@ -128,27 +128,28 @@ def test_bytes_square_64(variant, preload, dma_read):
 
 
 @pytest.mark.parametrize(("variant", "preload", "dma_read"), [
-    ("ref_ref", 0, 14520),
+    ("ref_ref", 0, 17160),
     ("load_ref", 2640, 9240),
     ("load_load", 2640 + 4620, 0),
 ])
 def test_bytes_ragged_40_70_33(variant, preload, dma_read):
-    """M=40, N=70, K=33: M blocks 32+8, N blocks 64+6, K blocks 32+1 → 2*2*2 = 8 tiles, 4 outputs.
+    """M=40, N=70, K=33 (tile 32 x 32 x 64): M blocks 32+8, N blocks 32+32+6, one K block of 33 → 2*3*1 = 6
+    tiles, 6 outputs.
 
-    Each (i, kk) A block is read once per N block: 2 * (40*33) = 2640 elements = 5280 B.
+    Each (i, kk) A block is read once per N block: 3 * (40*33) = 3960 elements = 7920 B.
     Each (kk, j) B block is read once per M block: 2 * (33*70) = 4620 elements = 9240 B.
-    ref_ref reads 5280 + 9240 = 14520 B. Preloads: A = 40*33*2 = 2640 B, B = 33*70*2 = 4620 B.
-    C = 40*70*2 = 5600 B stored and written back. macs = 40*70*33 = 92400 of 8 * 65536 paid.
+    ref_ref reads 7920 + 9240 = 17160 B. Preloads: A = 40*33*2 = 2640 B, B = 33*70*2 = 4620 B.
+    C = 40*70*2 = 5600 B stored and written back. macs = 40*70*33 = 92400 of 6 * 65536 paid.
     """
     plan = gemm_plan(40, 70, 33, variant=variant)
-    assert plan.grid == (2, 2, 2) and plan.n_tiles == 8 and plan.n_output_tiles == 4
+    assert plan.grid == (2, 3, 1) and plan.n_tiles == 6 and plan.n_output_tiles == 6
     assert sum(s.nbytes for s in plan.preload) == preload
     assert stage_bytes(plan, Stage.DMA_READ) == dma_read
-    assert stage_bytes(plan, Stage.FETCH) == 14520
+    assert stage_bytes(plan, Stage.FETCH) == 17160
     assert stage_bytes(plan, Stage.STORE) == stage_bytes(plan, Stage.DMA_WRITE) == 5600
-    assert plan.macs == 92400 and plan.tile_macs == 8 * 65536
+    assert plan.macs == 92400 and plan.tile_macs == 6 * 65536
     corner = plan.tiles[-1]
-    assert (corner.index, corner.kk, corner.m, corner.n, corner.k) == ((1, 1), 1, 8, 6, 1)
+    assert (corner.index, corner.kk, corner.m, corner.n, corner.k) == ((1, 2), 0, 8, 6, 33)
     assert [(s.stage, s.operand, s.nbytes) for s in corner.steps][-3:] == [
         (Stage.GEMM, "", 0), (Stage.STORE, "c", 96), (Stage.DMA_WRITE, "c", 96)]
 
@@ -165,18 +166,18 @@ def test_load_ref_preloads_whole_a_once():
 def test_output_in_tcm_has_no_write_back():
     plan = gemm_plan(64, 128, 64, out_in_hbm=False)
     assert plan.steps(Stage.DMA_WRITE) == ()
-    assert len(plan.steps(Stage.STORE)) == plan.n_output_tiles == 4
+    assert len(plan.steps(Stage.STORE)) == plan.n_output_tiles == 8  # 2 M blocks x 4 N blocks of 32
 
 
 # ---------------------------------------------------------------- fill ratio and tile time
 
 
 @pytest.mark.parametrize(("m", "n", "k", "fill"), [
-    (32, 32, 32, 0.5),    # one tile; N=32 fills half of tn=64: 32*32*32 / (32*64*32)
-    (8, 64, 32, 0.25),    # M=8 fills a quarter of tm=32: 8*64*32 / 65536 = 16384 / 65536
-    (32, 64, 8, 0.25),    # K=8 fills a quarter of tk=32
-    (33, 64, 32, 33 / 64),  # two M tiles (32 + 1): 33*64*32 / (2 * 65536)
-    (64, 128, 96, 1.0),   # exact multiples
+    (32, 32, 32, 0.5),    # one tile; K=32 fills half of tk=64: 32*32*32 / (32*32*64)
+    (8, 32, 64, 0.25),    # M=8 fills a quarter of tm=32: 8*32*64 / 65536 = 16384 / 65536
+    (32, 32, 8, 0.125),   # K=8 fills an eighth of tk=64
+    (33, 32, 64, 33 / 64),  # two M tiles (32 + 1): 33*32*64 / (2 * 65536)
+    (64, 96, 128, 1.0),   # exact multiples
 ])
 def test_fill_ratio(m, n, k, fill):
     plan = gemm_plan(m, n, k)
@@ -185,7 +186,7 @@ def test_fill_ratio(m, n, k, fill):
 
 
 def test_gemm_tile_ns():
-    """2 * 32*64*32 = 131072 FLOP at 8 TFLOP/s = 8e3 FLOP/ns → 16.384 ns."""
+    """2 * 32*32*64 = 131072 FLOP at 8 TFLOP/s = 8e3 FLOP/ns → 16.384 ns."""
     assert gemm_tile_ns(8.0) == pytest.approx(16.384)
     assert gemm_tile_ns(8) == gemm_tile_ns(8.0, DEFAULT_TILE)
     assert gemm_tile_ns(16.0, (16, 16, 16)) == pytest.approx(2 * 16**3 / 16e3)
@@ -196,7 +197,7 @@ def test_gemm_tile_ns():
 
 def test_plans_are_pure_hashable_and_memoised():
     a = gemm_plan(40, 70, 33, variant="load_ref")
-    b = gemm_plan(40, 70, 33, variant="load_ref", tile=[32, 64, 32])  # list tile is normalised
+    b = gemm_plan(40, 70, 33, variant="load_ref", tile=[32, 32, 64])  # list tile is normalised
     c = gemm_plan(np.int64(40), 70, 33, variant="load_ref")
     assert a == b == c
     assert hash(a) == hash(b)

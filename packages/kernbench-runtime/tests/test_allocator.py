@@ -280,7 +280,7 @@ def test_freeing_another_units_address_raises(spec):
 
 
 # Composite staging at the bottom of the TCM: two buffers for each of a, b and c, each the largest block of the
-# default 32 x 64 x 32 tile (32 * 64 elements) at 4 bytes.
+# default tm 32 x tn 32 x tk 64 tile (32 * 64 elements) at 4 bytes.
 STAGING = 2 * 3 * 32 * 64 * 4
 
 

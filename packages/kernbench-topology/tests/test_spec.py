@@ -98,7 +98,7 @@ def test_pe_values(spec):
     assert pe.cpu_overhead_ns == 2.0
     assert pe.scheduler_overhead_ns == 1.0
     assert pe.gemm.peak_tflops == 8.0
-    assert (pe.gemm.tile_m, pe.gemm.tile_n, pe.gemm.tile_k) == (32, 64, 32)
+    assert (pe.gemm.tile_m, pe.gemm.tile_n, pe.gemm.tile_k) == (32, 32, 64)
     assert pe.tcm.capacity_mib == 16.0
     assert pe.tcm.read_bw_gbs == 512.0
     assert pe.tcm.write_bw_gbs == 512.0
@@ -447,7 +447,7 @@ def test_tcm_and_sram_capacity_limits():
 
 
 def test_scratch_must_leave_room_for_the_composite_staging_buffers():
-    # 16 MiB TCM, 32 x 64 x 32 tile: staging is 6 buffers of 32 * 64 * 4 bytes = 48 KiB
+    # 16 MiB TCM, tile tm 32 x tn 32 x tk 64: staging is 6 buffers of 32 * 64 * 4 bytes = 48 KiB
     spec_from_dict({"pe": {"tcm": {"scratch_mib": 16.0 - 48 / 1024}}})
     _raises({"pe": {"tcm": {"scratch_mib": 16.0 - 47 / 1024}}}, "pe.tcm.scratch_mib",
             "49152 bytes of composite staging")

@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 #: Default GEMM tile ``(tm, tn, tk)`` in elements.
-DEFAULT_TILE: tuple[int, int, int] = (32, 64, 32)
+DEFAULT_TILE: tuple[int, int, int] = (32, 32, 64)
 
 #: Operand staging variants understood by :func:`gemm_plan`.
 VARIANTS: tuple[str, ...] = ("ref_ref", "load_ref", "ref_load", "load_load")
@@ -337,7 +337,7 @@ def _tile_ns(peak_tflops: float, tm: int, tn: int, tk: int) -> float:
 def gemm_tile_ns(spec_peak_tflops: float, tile: tuple[int, int, int] = DEFAULT_TILE) -> float:
     """Service time (ns) of one full ``tm × tn × tk`` tile at ``spec_peak_tflops`` TFLOP/s.
 
-    ``2 · tm · tn · tk / (peak · 1e3)``; 8 TFLOP/s and a 32×64×32 tile give 16.384 ns.
+    ``2 · tm · tn · tk / (peak · 1e3)``; 8 TFLOP/s and a 32×32×64 tile give 16.384 ns.
     Raises :class:`PlanError` for a non-positive peak or tile extent.
     """
     real = isinstance(spec_peak_tflops, numbers.Real) and not isinstance(spec_peak_tflops, bool)

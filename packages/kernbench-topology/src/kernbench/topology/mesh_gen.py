@@ -29,8 +29,6 @@ import contextlib
 import hashlib
 import json
 import math
-import os
-import tempfile
 import warnings
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -38,6 +36,7 @@ from pathlib import Path
 import yaml
 
 from kernbench.topology.errors import SpecError
+from kernbench.topology.files import atomic_write_text, cache_root
 from kernbench.topology.safe_yaml import load_yaml
 from kernbench.topology.spec import TopologySpec
 
@@ -178,14 +177,8 @@ class CacheWarning(UserWarning):
 
 
 def mesh_cache_dir() -> Path:
-    """The folder of cached cube meshes: ``$KERNBENCH_CACHE_DIR/cube-mesh`` when that variable is set, else the
-    user cache directory (``platformdirs.user_cache_dir("kernbench")``)."""
-    root = os.environ.get("KERNBENCH_CACHE_DIR")
-    if not root:
-        import platformdirs
-
-        root = platformdirs.user_cache_dir("kernbench", appauthor=False)
-    return Path(root) / "cube-mesh"
+    """The folder of cached cube meshes: ``cube-mesh`` in the user cache (``files.cache_root``)."""
+    return cache_root() / "cube-mesh"
 
 
 def mesh_path_for(spec: TopologySpec) -> Path:
@@ -242,20 +235,6 @@ def _read_cache(path: Path, spec: TopologySpec) -> CubeMesh | None:
         return None
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and ``os.replace`` (readers never see half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def ensure_mesh(spec: TopologySpec, mesh_path: Path | None) -> tuple[CubeMesh, bool]:
     """Load the cached mesh at ``mesh_path`` if it is valid and current, else generate (and cache) it.
 
@@ -269,5 +248,5 @@ def ensure_mesh(spec: TopologySpec, mesh_path: Path | None) -> tuple[CubeMesh, b
     mesh = generate_mesh(spec)
     if mesh_path is not None:
         with contextlib.suppress(OSError):  # read-only cache: run uncached
-            _write_atomically(mesh_path, _to_yaml(mesh))
+            atomic_write_text(mesh_path, _to_yaml(mesh))
     return mesh, True

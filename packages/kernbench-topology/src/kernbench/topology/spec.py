@@ -223,8 +223,8 @@ class GemmSpec:
 
     peak_tflops: float = _f(8.0, "f16 peak throughput, TFLOP/s", lo=1e-3, hi=1e4)
     tile_m: int = _f(32, "tile rows (M)", lo=1, hi=4096)
-    tile_n: int = _f(64, "tile columns (N)", lo=1, hi=4096)
-    tile_k: int = _f(32, "tile depth (K)", lo=1, hi=4096)
+    tile_n: int = _f(32, "tile columns (N)", lo=1, hi=4096)
+    tile_k: int = _f(64, "tile depth (K)", lo=1, hi=4096)
 
 
 @dataclass(frozen=True)

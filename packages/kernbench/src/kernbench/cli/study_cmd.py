@@ -37,8 +37,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> list[argparse.ArgumentParser
                         "a LocalCluster")
     s.add_argument("--out", metavar="DIR", help="results folder (default: out/studies/NAME; with 'all', one "
                                                 "folder per study inside DIR)")
-    s.add_argument("--topologies", default="topologies", metavar="DIR",
-                   help="folder holding the topology files (default: %(default)s)")
+    s.add_argument("--topologies", default=None, metavar="DIR",
+                   help="folder holding the topology files (default: ./topologies, else the repository's or the "
+                        "packaged copies)")
     s.add_argument("--dry-run", action="store_true", help="list every point as cached or why it runs; run nothing")
     s.add_argument("--force", action="store_true", help="rerun every point even when cached")
     s.add_argument("--no-figures", action="store_true", help="do not draw the study's figures")
@@ -52,10 +53,23 @@ def add_parsers(sub: argparse._SubParsersAction) -> list[argparse.ArgumentParser
                    help="folder holding one results folder per study (default: %(default)s)")
     r.add_argument("--source", default="report", metavar="DIR", help="report sources (default: %(default)s)")
     r.add_argument("--out", default="out/report", metavar="DIR", help="output folder (default: %(default)s)")
-    r.add_argument("--topologies", default="topologies", metavar="DIR",
-                   help="folder holding the topology files (default: %(default)s)")
+    r.add_argument("--topologies", default=None, metavar="DIR",
+                   help="folder holding the topology files (default: ./topologies, else the repository's or the "
+                        "packaged copies)")
     r.add_argument("--no-pdf", action="store_true", help="stop after the generated LaTeX (no latexmk)")
     return [s, r]
+
+
+def topology_dir(arg: str | None) -> Path:
+    """The folder of topology files: ``arg``, else ``./topologies``, else the repository's above the current folder
+    or a temporary folder holding the packaged copies under their repository names."""
+    if arg:
+        return Path(arg)
+    if Path("topologies").is_dir():
+        return Path("topologies")
+    from kernbench.topology.builtins import topologies_folder
+
+    return topologies_folder(Path.cwd() / "_")
 
 
 def _describe(params: dict) -> str:
@@ -67,7 +81,7 @@ def run_study_command(args: argparse.Namespace) -> int:
     executor = args.executor or ("dask" if args.scheduler else "process")
     options = RunOptions(jobs=args.jobs, executor=executor, scheduler=args.scheduler,
                          out=Path(args.out) if args.out else None, force=args.force,
-                         topology_dir=Path(args.topologies), argv=("kernbench", *sys.argv[1:]),
+                         topology_dir=topology_dir(args.topologies), argv=("kernbench", *sys.argv[1:]),
                          where=parse_where(args.where))
     options = options.checked()  # the runner probes --out before any point runs (runner.check_writable)
     studies = resolve(args.name)
@@ -108,7 +122,7 @@ def run_report_command(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     if not args.no_pdf:
         latexmk()  # fail before generating anything when TeX is missing
-    gen = generate(Path(args.studies), Path(args.source), Path(args.out), Path(args.topologies))
+    gen = generate(Path(args.studies), Path(args.source), Path(args.out), topology_dir(args.topologies))
     if args.no_pdf:
         print(f"report sources: {gen.main} ({len(gen.numbers.items)} numbers), {time.perf_counter() - t0:.1f} s")
         return 0

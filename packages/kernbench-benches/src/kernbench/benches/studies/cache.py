@@ -16,19 +16,17 @@ cache directory for ``kernbench`` (``~/.cache/kernbench`` on Linux).
 from __future__ import annotations
 
 import ast
-import contextlib
 import hashlib
 import importlib.util
 import json
 import math
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from kernbench.benches.studies.base import Scalar, Study, StudyError
+from kernbench.topology.files import atomic_write_text, cache_root
 
 CACHE_FORMAT = 1
 #: Packages whose modules register implementations or import each other dynamically: a module of one of them
@@ -39,12 +37,7 @@ WHOLE_PACKAGES = ("kernbench.topology", "kernbench.sim", "kernbench.components",
 
 def cache_dir() -> Path:
     """The cache folder (``$KERNBENCH_CACHE_DIR`` or the platform's user cache directory)."""
-    env = os.environ.get("KERNBENCH_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("kernbench"))
+    return cache_root()
 
 
 # --------------------------------------------------------------------------- source digest
@@ -191,19 +184,6 @@ def params_id(study: str, params: Mapping[str, Scalar]) -> str:
 # --------------------------------------------------------------------------- store
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def _valid_record(values: object) -> bool:
     if not isinstance(values, dict) or not values:
         return False
@@ -252,8 +232,8 @@ class ResultCache:
         """Store a point's values (atomically) and remember its key parts in the index."""
         key = parts.key()
         entry = {"format": CACHE_FORMAT, "key": key, "parts": parts.as_json(), "values": values, "wall_s": wall_s}
-        _atomic_write(self._entry(key), json.dumps(entry, sort_keys=True, allow_nan=False) + "\n")
-        _atomic_write(self._index(parts.study, params_id(parts.study, parts.params)), canonical(parts.as_json()))
+        atomic_write_text(self._entry(key), json.dumps(entry, sort_keys=True, allow_nan=False) + "\n")
+        atomic_write_text(self._index(parts.study, params_id(parts.study, parts.params)), canonical(parts.as_json()))
 
     def why(self, parts: KeyParts) -> str:
         """Why a point without a valid entry runs: what changed since its last run, or that it never ran."""

@@ -16,7 +16,6 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
 from kernbench.benches.studies import results as res
@@ -27,11 +26,9 @@ from kernbench.benches.studies.graphs import study_graph
 from kernbench.benches.studies.progress import Progress
 from kernbench.benches.studies.registry import get_study
 from kernbench.topology.errors import KernbenchError
+from kernbench.topology.versions import installed
 
 DEFAULT_OUT = Path("out") / "studies"
-DISTRIBUTIONS = ("kernbench-topology", "kernbench-sim", "kernbench-components", "kernbench-runtime", "kernbench-ccl",
-                 "kernbench-benches")
-
 
 @dataclass(frozen=True)
 class RunOptions:
@@ -187,13 +184,7 @@ def _git_commit(where: Path) -> str | None:
 
 
 def _packages() -> dict[str, str]:
-    found = {}
-    for dist in DISTRIBUTIONS:
-        try:
-            found[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            found[dist] = "not installed"
-    return found
+    return {name: version or "not installed" for name, version in installed().items()}
 
 
 def _prewarm(points: list[tuple[StudyPlan, PlannedPoint]], options: RunOptions) -> None:

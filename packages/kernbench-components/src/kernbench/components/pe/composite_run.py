@@ -156,7 +156,8 @@ class CompositeRun:
         if not pipe.out.pinned:
             tm, tn, _ = pipe.plan.tile
             dst = pipe.out.block_addr(tile.i * tm, tile.j * tn)
-            self.eng.at(t_store, lambda _: self._write(dst, out_bytes, tile.n, i))
+            o = tile.i * pipe.plan.grid[1] + tile.j  # output blocks alternate between the two c buffers
+            self.eng.at(t_store, lambda _: self._write(dst, out_bytes, tile.n, o))
         else:
             self.t_last = max(self.t_last, t_store)
             self._output_done(t_store)
@@ -165,11 +166,11 @@ class CompositeRun:
         """One math op over ``elements`` (tile ``i``; -1 outside the tile loop); returns its end."""
         return self.sched.stages.math(t, elements, "math", {"tile": i, "op": op, "elements": elements})[1]
 
-    def _write(self, dst: int, nbytes: int, cols: int, i: int) -> None:
+    def _write(self, dst: int, nbytes: int, cols: int, o: int) -> None:
         ev = self.eng.env.event()
         ev.callbacks.append(lambda _: self._output_done(self.eng.now))
         row, pitch = self.pipe.out.row_layout(cols)
-        self.sched.block("pe_dma").enqueue(DmaWriteCmd(self.staging["c"][i & 1], dst, nbytes, ev, copy_data=False,
+        self.sched.block("pe_dma").enqueue(DmaWriteCmd(self.staging["c"][o & 1], dst, nbytes, ev, copy_data=False,
                                                        row_bytes=row, src_pitch=row, dst_pitch=pitch),
                                            self.request)
 

@@ -21,8 +21,8 @@ from typing import Protocol
 from greenlet import greenlet
 
 from kernbench.components.launch import LaunchReport, PeLaunch, PeReport
+from kernbench.components.pe.block import PeBlock
 from kernbench.components.pe.commands import CyclesCmd
-from kernbench.sim.component import Component
 from kernbench.topology import naming as nm
 from kernbench.topology.address import decode
 
@@ -88,10 +88,10 @@ class KernelSlot:
         return self.cpu.block("pe_ipcq").links.keys()
 
 
-class PeCpu(Component):
+class PeCpu(PeBlock):
     """The PE's control CPU: kernel host, command issuer."""
 
-    __slots__ = ("_blocks", "busy_ns", "clock_ghz", "count", "current", "fixed_cycles", "free_at", "language",
+    __slots__ = ("busy_ns", "clock_ghz", "count", "current", "fixed_cycles", "free_at", "language",
                  "prefix", "queued", "r_cycles_per_byte", "running", "scheduler")
 
     def __init__(self, engine, node, language: KernelLanguage) -> None:
@@ -108,19 +108,11 @@ class PeCpu(Component):
         self.running = False  # a kernel is running here: a later launch waits for it (its scratch is shared)
         self.current: KernelSlot | None = None
         self.queued: deque = deque()
-        self._blocks: dict[str, Component] = {}
 
     @classmethod
     def with_language(cls, language: KernelLanguage) -> Callable:
         """A component factory ``(engine, node) -> PeCpu`` running kernels in ``language``."""
         return lambda engine, node: cls(engine, node, language)
-
-    def block(self, name: str) -> Component:
-        """A sibling block of this PE (``pe_mmu``, ``pe_ipcq``, ...), looked up once."""
-        comp = self._blocks.get(name)
-        if comp is None:
-            comp = self._blocks[name] = self.engine.components[nm.sibling(self.id, name)]
-        return comp
 
     def on_control(self, payload: object, t: float, transfer) -> None:
         """A launch arrived at ``t``: start the kernel at the launch's barrier time."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from kernbench.components.pe.block import PeBlock
 from kernbench.components.pe.commands import (
     ComputeCmd,
     CyclesCmd,
@@ -23,12 +24,11 @@ from kernbench.components.pe.composite_cmd import CompositeCmd, overlaps
 from kernbench.components.pe.composite_plan import split
 from kernbench.components.pe.composite_run import CompositeRun
 from kernbench.components.pe.stages import Stages
-from kernbench.sim.component import Component
 from kernbench.topology import naming as nm
 from kernbench.topology.tcm_layout import STAGING_OPERANDS, TcmLayout
 
 
-class PeScheduler(Component):
+class PeScheduler(PeBlock):
     """The PE's sole dispatcher: DMA commands to PE_DMA, compute commands through FETCH -> engine -> STORE.
 
     Composites may run concurrently, but one that touches what an earlier
@@ -38,11 +38,10 @@ class PeScheduler(Component):
     byte ranges of the commands' operands, outputs and read-write handles.
     """
 
-    __slots__ = ("_stages", "admit_queue", "blocks", "inflight", "staging", "tile")
+    __slots__ = ("_stages", "admit_queue", "inflight", "staging", "tile")
 
     def __init__(self, engine, node) -> None:
         super().__init__(engine, node)
-        self.blocks: dict[str, Component] = {}
         a = node.attrs
         self.tile = (a["tile_m"], a["tile_n"], a["tile_k"])
         self.admit_queue: deque = deque()  # (run, reads, writes) waiting for admission
@@ -60,13 +59,6 @@ class PeScheduler(Component):
         if self._stages is None:
             self._stages = Stages(self)
         return self._stages
-
-    def block(self, name: str) -> Component:
-        """A sibling block of this PE (``pe_dma``, ``pe_tcm``, ...), looked up once."""
-        comp = self.blocks.get(name)
-        if comp is None:
-            comp = self.blocks[name] = self.engine.components[nm.sibling(self.id, name)]
-        return comp
 
     def on_control(self, cmd: object, t: float, transfer) -> None:
         """Dispatch one command that arrived from PE_CPU at ``t``."""
