@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tarfile
 import tempfile
@@ -129,13 +130,28 @@ def studies(session: nox.Session) -> None:
     session.run("kernbench", "study", "all", *session.posargs)
 
 
+def _ensure_debian_packages(session: nox.Session, commands: tuple[str, ...], packages: str) -> None:
+    """Install Debian `packages` with apt-get (through sudo when not root) unless every one of `commands` is on
+    PATH; fail with the command to run by hand where apt-get is not available."""
+    if all(shutil.which(c) for c in commands):
+        return
+    apt = shutil.which("apt-get")
+    if apt is None:
+        session.error(f"{', '.join(commands)} not found and no apt-get here; install them (Debian: apt-get install "
+                      f"-y {packages}) and rerun")
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    if sudo and shutil.which("sudo") is None:
+        session.error(f"{', '.join(commands)} not found; as root run: apt-get update && apt-get install -y {packages}")
+    session.run(*sudo, apt, "update", external=True)
+    session.run(*sudo, "env", "DEBIAN_FRONTEND=noninteractive", apt, "install", "-y", *packages.split(),
+                external=True)
+
+
 @nox.session
 def report(session: nox.Session) -> None:
     """The codesign report: the studies (cached), their figures, the generated LaTeX, then latexmk into
-    out/report/build/kernbench-codesign-report.pdf. Needs TeX from Debian packages (.ci/run installs them)."""
-    if shutil.which("latexmk") is None or shutil.which("pdflatex") is None:
-        session.error(f"latexmk/pdflatex not found; install TeX first: apt-get update && apt-get install -y "
-                      f"{TEX_PACKAGES}")
+    out/report/build/kernbench-codesign-report.pdf. Installs TeX from Debian packages (apt-get) when missing."""
+    _ensure_debian_packages(session, ("latexmk", "pdflatex", "pdftotext"), TEX_PACKAGES)
     session.install(*[f"./packages/{n}{EXTRAS.get(n, '')}" for n in PACKAGES])
     session.run("kernbench", "study", "all", *session.posargs)
     session.run("kernbench", "report")
