@@ -24,7 +24,7 @@ from kernbench.components import default_registry
 from kernbench.topology.builtins import text as builtin_text
 from kernbench.topology.compiler import compile_spec
 from kernbench.topology.errors import KernbenchError
-from kernbench.topology.spec import spec_from_yaml
+from kernbench.topology.spec_loader import spec_from_yaml
 
 SECONDS_PER_EXAMPLE = 60
 MAX_GROWTH_BYTES = 1 << 30

@@ -5,7 +5,7 @@ Connected to ``config-inited`` (before Sphinx looks for source files), it:
 * copies every ``adr/NNNN-*.md`` of the repository into ``docs/adr/generated/``
   (removing copies whose source is gone), where the ADR index globs them;
 * writes ``docs/reference/spec_fields.md``, the table of every topology spec
-  field, from :func:`kernbench.topology.spec.field_docs`;
+  field, from :func:`kernbench.topology.spec_loader.field_docs`;
 * rewrites links in the included ``README.md`` that point at ADRs
   (``adr/NNNN-*.md``, ``adr/``) to their pages on this site;
 * runs a few ``kernbench`` commands against the default topology, writes
@@ -111,7 +111,8 @@ def spec_fields_page() -> str:
     """The spec field reference page, one table per top-level section."""
     import dataclasses
 
-    from kernbench.topology.spec import TopologySpec, field_docs
+    from kernbench.topology.spec import TopologySpec
+    from kernbench.topology.spec_loader import field_docs
 
     section_doc = {f.name: " ".join(str(f.metadata.get("doc", "")).split()) for f in dataclasses.fields(TopologySpec)}
     groups: dict[str, list[tuple[str, str, Any]]] = {}
@@ -125,7 +126,7 @@ def spec_fields_page() -> str:
         "Every field a topology YAML file may set, with its default and meaning. A file only needs the "
         "fields it changes; everything else takes the default below. Units are part of each name "
         "(`_ns`, `_gbs`, `_mm`, `_bytes`, `_mib`, `_gib`, `_ghz`, `_cycles`, `_tflops`). This page is "
-        "generated when the site is built, from `kernbench.topology.spec.field_docs()`, so it always "
+        "generated when the site is built, from `kernbench.topology.spec_loader.field_docs()`, so it always "
         "matches the code.\n",
     ]
     for top, rows in groups.items():

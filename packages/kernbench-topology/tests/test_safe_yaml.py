@@ -9,7 +9,7 @@ import pytest
 
 from kernbench.topology.errors import KernbenchError, SpecError
 from kernbench.topology.safe_yaml import MAX_BYTES, load_yaml, quote
-from kernbench.topology.spec import load_spec, spec_from_yaml
+from kernbench.topology.spec_loader import load_spec, spec_from_yaml
 
 
 def _error(text: str | bytes, source: str = "t.yaml", error: type[KernbenchError] = SpecError) -> str:

@@ -16,7 +16,8 @@ import yaml
 
 from kernbench.topology import SpecError, TopologySpec, load_spec, spec_from_dict
 from kernbench.topology.builtins import topologies_folder
-from kernbench.topology.spec import DEFAULT_COMPONENTS, field_docs
+from kernbench.topology.spec import DEFAULT_COMPONENTS
+from kernbench.topology.spec_loader import field_docs
 
 TOPOLOGIES = topologies_folder(Path(__file__))
 DEFAULT_YAML = TOPOLOGIES / "topology.yaml"

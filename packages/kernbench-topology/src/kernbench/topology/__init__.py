@@ -17,7 +17,8 @@ from kernbench.topology.diagrams import emit_diagrams
 from kernbench.topology.errors import AddressError, KernbenchError, RoutingError, SpecError, TopologyError
 from kernbench.topology.graph import Edge, Node, TopologyGraph, View, ViewEdge, ViewNode
 from kernbench.topology.routing import AddressResolver, PathRouter, path_edges
-from kernbench.topology.spec import TopologySpec, load_spec, spec_from_dict
+from kernbench.topology.spec import TopologySpec
+from kernbench.topology.spec_loader import load_spec, spec_from_dict
 
 __all__ = [
     "AddressError",

@@ -15,7 +15,7 @@ from pathlib import Path
 from kernbench.topology.compiler import compile_spec, load_topology
 from kernbench.topology.errors import SpecError
 from kernbench.topology.graph import TopologyGraph
-from kernbench.topology.spec import spec_from_yaml
+from kernbench.topology.spec_loader import spec_from_yaml
 
 PACKAGE = "kernbench.topology.topologies"
 DEFAULT = "default"

@@ -29,7 +29,8 @@ from kernbench.topology import naming as nm
 from kernbench.topology.errors import TopologyError
 from kernbench.topology.graph import Edge, Node, TopologyGraph
 from kernbench.topology.mesh_gen import CubeMesh, ensure_mesh, mesh_path_for
-from kernbench.topology.spec import TopologySpec, load_spec
+from kernbench.topology.spec import TopologySpec
+from kernbench.topology.spec_loader import load_spec
 from kernbench.topology.views import build_views
 
 # PE-internal wiring: (a, b) means links a -> b and b -> a.
