@@ -205,7 +205,10 @@ def packaging(session: nox.Session) -> None:
         py = str(venv / "bin" / "python")
         if uv:
             session.run(uv, "venv", "--quiet", "--python", "python3", str(venv), external=True)
-            install = (uv, "pip", "install", "--quiet", "--python", py)
+            # Our wheels keep their version between commits: without a refresh uv reuses the copy it cached on
+            # an earlier run instead of the one just built into dist/.
+            refresh = [a for name in PACKAGES for a in ("--refresh-package", name)]
+            install = (uv, "pip", "install", "--quiet", *refresh, "--python", py)
         else:
             session.run("python", "-m", "venv", str(venv), silent=True)
             install = (py, *pip)
