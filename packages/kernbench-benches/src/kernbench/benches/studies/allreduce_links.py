@@ -18,14 +18,26 @@ import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from kernbench.benches.studies.base import SchemaError
-from kernbench.sim.links import LinkRecord
 from kernbench.topology.heatmap import HIDDEN_KINDS
 
 #: Edge kinds the system- and SIP-scope heatmaps do not draw: the command sideband (0 bytes by the fabric model)
 #: and the links between a PE's own blocks, which only the cube scope shows (:mod:`kernbench.topology.heatmap`).
 NOT_DRAWN_ABOVE_CUBE = HIDDEN_KINDS | frozenset({"pe_internal"})
+
+
+class LinkCounters(Protocol):
+    """What :func:`encode` reads of one link: an item of ``torch.link_stats()``
+    (:class:`kernbench.sim.links.LinkRecord`)."""
+
+    src: str
+    dst: str
+    kind: str
+    bytes: int
+    packets: int
+    busy_ns: float
 
 
 @dataclass(frozen=True)
@@ -45,7 +57,7 @@ class LinkRow:
         return self.busy_ns / window_ns if window_ns > 0 else 0.0
 
 
-def encode(records: Iterable[LinkRecord]) -> str:
+def encode(records: Iterable[LinkCounters]) -> str:
     """The compact JSON text of the links among ``records`` that carried bytes, in the order given."""
     rows = [[r.src, r.dst, r.kind, r.bytes, r.packets, r.busy_ns] for r in records if r.bytes > 0]
     return json.dumps(rows, separators=(",", ":"), allow_nan=False)
