@@ -1,15 +1,19 @@
-"""`kernbench study` and `kernbench report` end to end: a small run, its dry run, and every bad input the issue lists
-(one line on stderr, exit status 2)."""
+"""`kernbench study` and `kernbench report` end to end: a small run, its dry run, every bad input the issue lists
+(one line on stderr, exit status 2), and the all-reduce study's links panel and heatmaps."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from kernbench.benches.studies import allreduce_links
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,3 +85,55 @@ def test_figure_step_rejects_a_wrong_schema_version(tmp_path):
             {"schema": "kernbench.study-results", "schema_version": 7, "study": name}))
     proc = _kb("report", "--no-pdf", "--studies", str(studies), "--out", str(tmp_path / "r"), cache=tmp_path / "c")
     _one_line_error(proc, "has schema version 7; this kernbench reads version 1")
+
+
+def _synthetic():
+    spec = importlib.util.spec_from_file_location(
+        "studies_synthetic", ROOT / "packages" / "kernbench-benches" / "tests" / "studies_synthetic.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_links_panel_from_the_command_line(tmp_path):
+    """One links point through `kernbench study`: the record holds the links, the CSV leaves them out."""
+    out = tmp_path / "allreduce"
+    where = ("--where", "panel=links", "--where", "topology=6sip_2x3_torus_2d.yaml")
+    proc = _kb("study", "allreduce", *where, "--jobs", "1", "--out", str(out), cache=tmp_path / "cache")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1].startswith("1 study: 1 points run, 0 cached, 0 figure files")
+    doc = json.loads((out / "results.json").read_text())
+    (point,) = doc["points"]
+    rows = json.loads(point["values"]["links"])
+    assert point["values"]["links_used"] == len(rows) and doc["fields"]["links"]["csv"] is False
+    assert point["values"]["link_bytes"] == sum(r[3] for r in rows)
+    header, row = (out / "results.csv").read_text().splitlines()
+    assert "links" not in header.split(",") and "window_ns" in header.split(",") and "→" in row
+
+
+def test_report_draws_the_heatmaps_from_results_and_refuses_another_topology(tmp_path):
+    studies = tmp_path / "studies"
+    docs = _synthetic().write_synthetic(studies)
+    proc = _kb("report", "--no-pdf", "--studies", str(studies), "--out", str(tmp_path / "r"), cache=tmp_path / "c")
+    assert proc.returncode == 0, proc.stderr
+    figures = tmp_path / "r" / "tex" / "figures"
+    for tag in ("ring", "torus", "mesh"):
+        assert (figures / f"allreduce_links_{tag}.pdf").stat().st_size > 10_000
+    macros = (tmp_path / "r" / "tex" / "generated" / "figures.tex").read_text()
+    assert r"\newcommand{\kbFigAllreduceLinksTorus}" in macros and r"\kbArLinksTorusWindow" in macros
+    numbers = json.loads((tmp_path / "r" / "tex" / "generated" / "numbers.json").read_text())
+    (torus,) = [p["values"] for p in docs["allreduce"]["points"]
+                if p["labels"]["panel"] == "links" and p["values"]["sip_topology"] == "torus_2d"]
+    assert numbers["kbArLinksTorusWindow"]["source"].endswith("window_ns, links panel, torus_2d")
+    rows = allreduce_links.decode(torus["links"])
+    top = allreduce_links.busiest(rows, torus["window_ns"], drawn_only=True)
+    assert numbers["kbArLinksTorusBusiest"]["text"] == f"{100 * top.busy_ns / torus['window_ns']:.1f}"
+    # the same results against an edited copy of the topology they were recorded on: one line, no figure
+    topo = tmp_path / "topologies"
+    shutil.copytree(ROOT / "topologies", topo, ignore=shutil.ignore_patterns("*.cube_mesh.yaml"))
+    ring = topo / "6sip_2x3_ring_1d.yaml"
+    ring.write_text(ring.read_text() + "\n# edited\n")
+    proc = _kb("report", "--no-pdf", "--studies", str(studies), "--out", str(tmp_path / "r2"), "--topologies",
+               str(topo), cache=tmp_path / "c")
+    _one_line_error(proc, "cannot draw the all-reduce heatmap of ring_1d")
+    assert not (tmp_path / "r2" / "tex" / "figures" / "allreduce_links_ring.pdf").exists()

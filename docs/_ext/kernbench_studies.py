@@ -140,7 +140,7 @@ def _generate(app: Sphinx, config: Config) -> None:
         os.chdir(old)
     for r in runs:
         doc = load(repo / r.results)
-        render_study(doc, pages / "_figures", ("svg",))
+        render_study(doc, pages / "_figures", ("svg",), repo / "topologies")
         _write_if_changed(pages / f"{r.study}.md", study_page(doc, "_figures"))
 
 

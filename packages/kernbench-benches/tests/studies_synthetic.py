@@ -2,13 +2,22 @@
 
 The values are made up from simple formulas of the point params (not measurements, never shown anywhere but in
 test output folders); they only have to be complete, finite and different from point to point, so that tests can
-follow one value from a results file into a figure, a macro and the PDF.
+follow one value from a results file into a figure, a macro and the PDF. The all-reduce links points name real
+links of their topology (a heatmap draws on the compiled graph), with made-up traffic, and the provenance holds
+the real SHA-256 of every topology file, as a run would record it.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from kernbench.benches.studies import results as res
+from kernbench.benches.studies.cache import file_digest
+from kernbench.benches.studies.graphs import study_graph
 from kernbench.benches.studies.registry import get_study
+
+TOPOLOGIES = Path(__file__).resolve().parents[3] / "topologies"
 
 PROVENANCE = {"packages": {"kernbench-benches": "test"}, "python": "test", "topology_files": {},
               "source_sha256": "0" * 64, "git_commit": None}
@@ -48,10 +57,41 @@ def _allreduce_values(p: dict) -> dict:
     b = p["bytes_per_pe"]
     t = steps * (2000.0 + 0.35 * b * kind)
     model = 0.94 * t
-    return {"sip_topology": topo, "sips": 6, "channel_gbs": chan, "allreduce_ns": t, "model_ns": model,
-            "model_alpha_ns": 0.94 * steps * 2000.0, "model_beta_ns_per_b": 0.94 * steps * 0.35 * kind,
-            "model_error": -0.06, "model_message_ns": 0.4 * model, "model_accumulate_ns": 0.5 * model,
-            "messages": 10, "accumulates": 7, "ipcq_messages": 198, "events": 1000 + b // 16}
+    out = {"sip_topology": topo, "sips": 6, "channel_gbs": chan, "allreduce_ns": t, "model_ns": model,
+           "model_alpha_ns": 0.94 * steps * 2000.0, "model_beta_ns_per_b": 0.94 * steps * 0.35 * kind,
+           "model_error": -0.06, "model_message_ns": 0.4 * model, "model_accumulate_ns": 0.5 * model,
+           "messages": 10, "accumulates": 7, "ipcq_messages": 198, "events": 1000 + b // 16}
+    if p.get("link_stats"):
+        out.update(_links_values(p, 1.04 * t))
+    return out
+
+
+#: Edge kinds the synthetic links points put traffic on.
+_LINK_KINDS = ("router_mesh", "router_to_pe", "pe_internal", "pcie", "cube_to_io", "io_to_cube", "ucie_mesh")
+
+
+def synthetic_links(topology: str, window_ns: float) -> str:
+    """A ``links`` value on real links of ``topology``: every PCIe link and every seventh link of a few other
+    kinds, with made-up bytes, packets and busy times (the busiest, a PE-internal link, half the window)."""
+    graph = study_graph(TOPOLOGIES, topology)
+    rows = []
+    for i, e in enumerate(graph.edges):
+        if e.kind in _LINK_KINDS and (e.kind == "pcie" or i % 7 == 0):
+            packets = 1 + (i * 7919) % 23
+            nbytes = 4096 * packets
+            rows.append([e.src, e.dst, e.kind, nbytes, packets, min(nbytes / e.bw_gbs * (1 + i % 5), 0.45 * window_ns)])
+    # as in a real run, the run's busiest link lies inside a PE, where the tray's heatmap does not draw it
+    first_pe = next(r for r in rows if r[2] == "pe_internal")
+    first_pe[5] = 0.5 * window_ns
+    return json.dumps(rows, separators=(",", ":"))
+
+
+def _links_values(p: dict, window_ns: float) -> dict:
+    text = synthetic_links(p["topology"], window_ns)
+    rows = json.loads(text)
+    top = max(rows, key=lambda r: r[5])
+    return {"window_ns": window_ns, "links_used": len(rows), "link_bytes": sum(r[3] for r in rows),
+            "busiest_link": f"{top[0]} → {top[1]}", "busiest_utilisation": top[5] / window_ns, "links": text}
 
 
 def _gqa_values(p: dict) -> dict:
@@ -77,7 +117,9 @@ def synthetic_doc(name: str) -> dict:
               for p in study.grid()]
     run = {"argv": ["test"], "executor": "serial", "jobs": 1, "wall_s": 0.0, "points_run": len(points),
            "points_cached": 0, "point_wall_s": [0.01] * len(points)}
-    return res.document(study, points, {**PROVENANCE, "run": run})
+    files = sorted({f for p in study.grid() for f in study.files(dict(p.params))})
+    topology_files = {f: file_digest(TOPOLOGIES / f) for f in files}
+    return res.document(study, points, {**PROVENANCE, "topology_files": topology_files, "run": run})
 
 
 def write_synthetic(folder, names=("gemm", "allreduce", "gqa")) -> dict:

@@ -1,18 +1,25 @@
-"""The allreduce study: grid, critical-path step counts, the spec override, one run beside the α–β model."""
+"""The allreduce study: grid, critical-path step counts, the spec override, one run beside the α–β model, and the
+links panel's per-link records against an independent run."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from kernbench.benches.studies import allreduce_links
 from kernbench.benches.studies.allreduce import PAYLOADS, STUDY, overrides
 from kernbench.benches.studies.allreduce_model import exchange_steps, predict
-from kernbench.benches.studies.base import PointContext, StudyError
+from kernbench.benches.studies.base import PointContext, SchemaError, StudyError
 from kernbench.benches.studies.graphs import study_graph
+from kernbench.ccl import collective_span_ns
+from kernbench.runtime import DPPolicy, RuntimeContext
 
 ROOT = Path(__file__).resolve().parents[3]
 TOPOLOGIES = ROOT / "topologies"
+TOPOLOGY_FILES = ("6sip_2x3_ring_1d.yaml", "6sip_2x3_torus_2d.yaml", "6sip_2x3_mesh_2d_no_wrap.yaml")
+MESH = "6sip_2x3_mesh_2d_no_wrap.yaml"
 
 
 def test_grid_has_the_three_panels():
@@ -92,3 +99,93 @@ def test_odd_payload_is_a_study_error():
     with pytest.raises(StudyError, match="even"):
         STUDY.point({"topology": "6sip_2x3_torus_2d.yaml", "bytes_per_pe": 15, "buffer_kind": "tcm",
                      "hbm_channel_gbs": None}, PointContext(TOPOLOGIES))
+
+
+# ------------------------------------------------------------------ the links panel
+
+
+def test_links_panel_has_one_point_per_topology_and_only_it_records_links():
+    grid = STUDY.grid()
+    links = [p for p in grid if p.labels["panel"] == "links"]
+    assert [p.params["topology"] for p in links] == list(TOPOLOGY_FILES)
+    assert all(dict(p.params) == {"topology": p.params["topology"], "bytes_per_pe": 65536, "buffer_kind": "tcm",
+                                  "hbm_channel_gbs": None, "link_stats": True} for p in links)
+    assert not any("link_stats" in p.params for p in grid if p.labels["panel"] != "links")
+    fields = {f.name: f for f in STUDY.fields}
+    assert fields["links"].csv is False and all(f.csv for n, f in fields.items() if n != "links")
+
+
+def _independent_run(file: str, nbytes: int):
+    """The links panel's configuration run here, without the study's point function: its runtime."""
+    graph = study_graph(TOPOLOGIES, file)
+    torch = RuntimeContext(graph, data=False)
+    spec = graph.spec
+
+    def worker(rank: int) -> None:
+        torch.ahbm.set_device(rank)
+        torch.distributed.init_process_group(backend="ahbm", buffer_kind="tcm")
+        torch.distributed.all_reduce(torch.empty((spec.cubes_per_sip, nbytes // 2), "float16",
+                                                 DPPolicy(cube="row_wise", num_pes=1)))
+
+    torch.multiprocessing.spawn(worker, nprocs=spec.system.sips.count)
+    return torch
+
+
+@pytest.fixture(scope="module")
+def mesh_links():
+    """The mesh's links point through the study, and the same configuration run independently."""
+    (point,) = [p for p in STUDY.grid() if p.labels["panel"] == "links" and p.params["topology"] == MESH]
+    record = STUDY.point(dict(point.params), PointContext(TOPOLOGIES))
+    return point, record, _independent_run(MESH, point.params["bytes_per_pe"])
+
+
+def test_links_record_is_what_an_independent_runs_link_stats_says(mesh_links):
+    _, record, torch = mesh_links
+    rows = allreduce_links.decode(record["links"])
+    assert record["window_ns"] == torch.now_ns > 0
+    expected = [(r.src, r.dst, r.kind, r.bytes, r.packets, r.busy_ns) for r in torch.link_stats() if r.bytes]
+    assert [(r.src, r.dst, r.kind, r.bytes, r.packets, r.busy_ns) for r in rows] == expected
+    assert record["links_used"] == len(rows) > 1000 and record["link_bytes"] == sum(r.bytes for r in rows)
+    # the extra param changes nothing the engine does: same latency and event count as the same run without it
+    assert record["allreduce_ns"] == collective_span_ns([res for _, res in torch.distributed.results])
+    assert record["events"] == torch.engine.events
+
+
+def test_links_record_conserves_bytes(mesh_links):
+    point, record, torch = mesh_links
+    rows = allreduce_links.decode(record["links"])
+    window, nbytes = record["window_ns"], point.params["bytes_per_pe"]
+    graph = study_graph(TOPOLOGIES, MESH)
+    # the busiest link's utilisation is its busy time over the run window, and every link is busy at least for
+    # its bytes at its bandwidth, within the window
+    top = max(rows, key=lambda r: r.busy_ns)
+    assert record["busiest_link"] == f"{top.src} → {top.dst}"
+    assert record["busiest_utilisation"] == pytest.approx(top.busy_ns / window, rel=1e-12)
+    assert all(r.bytes / graph.edge(r.src, r.dst).bw_gbs - 1e-6 <= r.busy_ns <= window for r in rows)
+    # every IPCQ message's payload crosses at least one link
+    assert record["link_bytes"] >= record["ipcq_messages"] * nbytes
+    # the PCIe links carry exactly the inter-SIP messages of the op log: up from the sender's SIP, down into the
+    # receiver's (nothing else crosses them: the tensors are allocated, not deployed, and control has no bytes)
+    up, down = Counter(), Counter()
+    for r in torch.oplog.records:
+        if r.op_name == "ipcq_send":
+            src, dst = r.component_id.split(".")[0], r.params["peer"].split(".")[0]
+            if src != dst:
+                up[f"{src}.io0.pcie_ep"] += r.params["nbytes"]
+                down[f"{dst}.io0.pcie_ep"] += r.params["nbytes"]
+    pcie = {(r.src, r.dst): r.bytes for r in rows if r.kind == "pcie"}
+    assert pcie == {**{(ep, "fabric.switch0"): b for ep, b in up.items()},
+                    **{("fabric.switch0", ep): b for ep, b in down.items()}}
+    assert len(up) == len(down) == 6 and sum(up.values()) == sum(down.values()) >= 6 * nbytes
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ("[[", "not valid JSON"),
+    ('{"a": 1}', "expected a JSON array of rows"),
+    ('[["a", "b", "router_mesh", 0, 1, 1.0]]', "row 0"),
+    ('[["a", "b", "router_mesh", 4, 1, 1.0], ["a", "b", "router_mesh", 4, 1, 1.0]]', "listed twice"),
+    (7, "expected a JSON text"),
+])
+def test_a_bad_links_value_is_a_schema_error(text, needle):
+    with pytest.raises(SchemaError, match=needle):
+        allreduce_links.decode(text)

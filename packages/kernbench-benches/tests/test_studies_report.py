@@ -72,7 +72,7 @@ def test_the_figure_step_refuses_a_wrong_schema_version(tmp_path):
     doc = SYN.synthetic_doc("gemm")
     doc["schema_version"] = 2
     with pytest.raises(SchemaError, match="schema version 2"):
-        render_study(doc, tmp_path)
+        render_study(doc, tmp_path, topology_dir=TOPOLOGIES)
     assert not list(tmp_path.iterdir())
 
 
@@ -81,9 +81,9 @@ def test_the_figure_step_refuses_a_wrong_schema_version(tmp_path):
 
 def test_figures_are_deterministic_and_undated(tmp_path):
     doc = SYN.synthetic_doc("allreduce")
-    a = render_study(doc, tmp_path / "a")
-    b = render_study(copy.deepcopy(doc), tmp_path / "b")
-    assert [p.name for p in a] == [p.name for p in b] and len(a) == 6
+    a = render_study(doc, tmp_path / "a", topology_dir=TOPOLOGIES)
+    b = render_study(copy.deepcopy(doc), tmp_path / "b", topology_dir=TOPOLOGIES)
+    assert [p.name for p in a] == [p.name for p in b] and len(a) == 12  # 3 curves + 3 heatmaps, SVG and PDF
     for pa, pb in zip(a, b, strict=True):
         assert pa.read_bytes() == pb.read_bytes(), pa.name
     svg = (tmp_path / "a" / "allreduce_topologies.svg").read_text()
@@ -93,10 +93,12 @@ def test_figures_are_deterministic_and_undated(tmp_path):
     # a changed run record (wall times) does not redraw; a changed value does
     mtime = (tmp_path / "a" / "allreduce_sensitivity.svg").stat().st_mtime_ns
     doc["provenance"]["run"]["wall_s"] = 99.0
-    render_study(doc, tmp_path / "a")
+    render_study(doc, tmp_path / "a", topology_dir=TOPOLOGIES)
     assert (tmp_path / "a" / "allreduce_sensitivity.svg").stat().st_mtime_ns == mtime
-    doc["points"][-1]["values"]["allreduce_ns"] *= 1.5
-    render_study(doc, tmp_path / "a")
+    (sens,) = [p for p in doc["points"] if p["labels"]["panel"] == "sensitivity" and p["params"]["buffer_kind"] == "hbm"
+               and p["params"]["hbm_channel_gbs"] == 32.0]
+    sens["values"]["allreduce_ns"] *= 1.5
+    render_study(doc, tmp_path / "a", topology_dir=TOPOLOGIES)
     assert (tmp_path / "a" / "allreduce_sensitivity.svg").read_bytes() != (
         tmp_path / "b" / "allreduce_sensitivity.svg").read_bytes()
 
@@ -155,7 +157,10 @@ def test_every_macro_the_sections_use_is_generated(synthetic_report):
     used = set()
     for path in (REPORT / "sections").glob("*.tex"):
         used |= set(re.findall(r"\\(kb[A-Za-z]+)", path.read_text()))
-    assert used <= defined, sorted(used - defined)
+    figures = (gen.tex_dir / "generated" / "figures.tex").read_text()
+    in_captions = set(re.findall(r"\\(kb[A-Za-z]+)", figures)) - set(re.findall(r"\\newcommand\{\\(kb\w+)\}", figures))
+    assert {"kbArLinksTorusWindow", "kbClaimArLinksMeshPcie"} <= in_captions  # the heatmaps' numbers are macros
+    assert used | in_captions <= defined, sorted((used | in_captions) - defined)
     numbers = json.loads((gen.tex_dir / "generated" / "numbers.json").read_text())
     assert len(numbers) == len(re.findall(r"\\newcommand", (gen.tex_dir / "generated" / "numbers.tex").read_text()))
     assert numbers["kbArTorusMax"]["unit"] == r"\textmu{}s" and "allreduce_ns" in numbers["kbArTorusMax"]["source"]
@@ -215,8 +220,18 @@ def test_the_pdf_shows_every_generated_number_and_follows_the_results(synthetic_
     (row,) = [p for p in docs["allreduce"]["points"] if p["labels"]["panel"] == "topology"
               and p["params"]["topology"] == "6sip_2x3_torus_2d.yaml" and p["params"]["bytes_per_pe"] == 98304]
     row["values"]["allreduce_ns"] = 77777.0
+    # and one link of the torus links record: a PCIe link becomes the busiest the heatmap draws, at 43.21 %
+    (links,) = [p for p in docs["allreduce"]["points"] if p["labels"]["panel"] == "links"
+                and p["params"]["topology"] == "6sip_2x3_torus_2d.yaml"]
+    rows = json.loads(links["values"]["links"])
+    pcie = next(r for r in rows if r[2] == "pcie")
+    pcie[5] = 0.4321 * links["values"]["window_ns"]
+    links["values"]["links"] = json.dumps(rows)
+    before_link = numbers["kbArLinksTorusBusiest"]["text"]
     gen = _generate(tmp_path, docs)
     text = _pdf_text(build.build_pdf(gen, tmp_path / "report"))
-    after = json.loads((gen.tex_dir / "generated" / "numbers.json").read_text())["kbArTorusMax"]["text"]
-    assert after == "77.8" != before
+    after = json.loads((gen.tex_dir / "generated" / "numbers.json").read_text())
+    assert after["kbArTorusMax"]["text"] == "77.8" != before
     assert "77.8 µs" in text
+    assert after["kbArLinksTorusBusiest"]["text"] == "43.2" != before_link
+    assert "the busiest link drawn is busy 43.2 % of it" in text  # the heatmap's caption in the PDF

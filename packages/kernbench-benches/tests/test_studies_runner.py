@@ -51,6 +51,32 @@ def test_serial_process_and_dask_runs_write_the_same_results(tmp_path):
         (v, t) for v in ("load_ref", "load_load") for t in (1, 2, 3)]  # grid order, whatever finished first
 
 
+def test_a_links_record_passes_through_every_executor_and_the_cache_unchanged(tmp_path):
+    """The all-reduce links panel's long ``links`` text is one string value: serial, process-pool and Dask runs
+    write the same bytes, a second run reads it back from the cache, and the CSV leaves it out."""
+    pytest.importorskip("distributed")
+    where = parse_where(["panel=links", "topology=6sip_2x3_torus_2d.yaml"])
+    studies = resolve("allreduce")
+    paths = {}
+    for executor in ("serial", "process", "dask"):
+        opts = _options(tmp_path, executor, executor=executor, jobs=2)
+        opts = RunOptions(**{**opts.__dict__, "where": where})
+        (r,) = run_studies(studies, opts)
+        assert (r.points, r.ran) == (1, 1)
+        paths[executor] = r.results
+    bodies = {e: _body(p) for e, p in paths.items()}
+    assert bodies["serial"] == bodies["process"] == bodies["dask"]
+    (point,) = res.load(paths["serial"])["points"]
+    assert point["labels"] == {"panel": "links"} and len(point["values"]["links"]) > 10_000
+    again = run_studies(studies, RunOptions(**{**_options(tmp_path, "serial", executor="serial").__dict__,
+                                                "where": where}))[0]
+    assert (again.ran, again.cached) == (0, 1)
+    assert res.load(again.results)["points"] == res.load(paths["serial"])["points"]  # the cache sorts value keys
+    header, row = (paths["serial"].parent / res.RESULTS_CSV).read_text().splitlines()
+    assert "links" not in header.split(",") and {"window_ns", "busiest_link", "link_stats"} <= set(header.split(","))
+    assert len(row) < 1000
+
+
 def test_second_run_is_cached_and_dry_run_says_why(tmp_path):
     opts = _options(tmp_path, "c", executor="serial")
     (study,) = resolve("gemm")

@@ -211,7 +211,8 @@ def render_heatmap(graph: TopologyGraph, values: Mapping[tuple[str, str], float]
 
     w_in = 10.0
     h_in = min(max(w_in * (y1 - y0) / (x1 - x0), 4.0), 11.0)
-    fig = Figure(figsize=(w_in + 1.6, h_in + 1.3))
+    fig_h = h_in + 1.3
+    fig = Figure(figsize=(w_in + 1.6, fig_h))
     ax = fig.add_axes((0.07, 0.08, 0.78, 0.8))
     cax = fig.add_axes((0.88, 0.12, 0.022, 0.7))
     ax.set_xlim(x0, x1)
@@ -263,8 +264,11 @@ def render_heatmap(graph: TopologyGraph, values: Mapping[tuple[str, str], float]
     text_lines = ["; ".join(p for p in (f"{where}, {len(edges)} links drawn", subtitle) if p)]
     if top_run:
         text_lines.append(f"busiest link of the run: {top_run[0]} → {top_run[1]} ({100 * top_run[2]:.1f} %)")
-    fig.suptitle(head, fontsize=11, x=0.07, ha="left", y=0.985)
-    fig.text(0.07, 0.925, "\n".join(text_lines), fontsize=8, ha="left", va="bottom", color="#303030")
+    # the header hangs from the top edge by fixed distances (inches), so a short figure (a tray of SIPs in one
+    # row) does not stack the subtitle onto the title
+    top = 1.0 - 0.1 / fig_h
+    fig.suptitle(head, fontsize=11, x=0.07, ha="left", va="top", y=top)
+    fig.text(0.07, top - 0.3 / fig_h, "\n".join(text_lines), fontsize=8, ha="left", va="top", color="#303030")
 
     if top_drawn:
         a, b = graph.nodes[top_drawn[0]], graph.nodes[top_drawn[1]]

@@ -104,7 +104,8 @@ def run_study_command(args: argparse.Namespace) -> int:
         from kernbench.benches.studies.results import load
 
         for r in runs:
-            figures += len(render_study(load(r.results), r.results.parent / "figures"))
+            figures += len(render_study(load(r.results), r.results.parent / "figures",
+                                        topology_dir=options.topology_dir))
     wall = time.perf_counter() - t0
     for r in runs:
         print(f"{r.study}: {r.points} points ({r.ran} run, {r.cached} cached) -> {r.results}")

@@ -10,7 +10,20 @@ each), in timing mode:
   the torus;
 * ``sensitivity``: the three buffer kinds at 64 KiB per PE on the torus
   while the HBM pseudo-channel bandwidth goes from 16 to 32 GB/s (a spec
-  override, not a new file).
+  override, not a new file);
+* ``links``: the three topologies at 64 KiB per PE with TCM rings, each point
+  also recording the traffic of every link that carried bytes
+  (:mod:`kernbench.benches.studies.allreduce_links`), which the study's
+  heatmaps draw.
+
+A links point runs the same configuration as the topology panel's 64 KiB
+point plus the param ``link_stats: true``, so it is a simulation of its own
+(three more runs) rather than a record shared with that point: a shared
+record would carry the long ``links`` text into the topology panel (and,
+on the torus, into the buffer-kind panel, which shares that simulation too),
+or the point function would have to guess its panel from its payload. The
+extra param changes nothing the engine does; a test checks that the two
+records agree on every other value.
 
 The latency is the bench's ``allreduce_ns``: earliest PE start to latest PE
 end over all ranks. Each point also carries the α–β model of
@@ -22,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import kernbench.ccl  # noqa: F401  (adds torch.distributed and torch.multiprocessing)
+from kernbench.benches.studies import allreduce_links
 from kernbench.benches.studies.allreduce_model import predict
 from kernbench.benches.studies.base import Field, Point, PointContext, Scalar, Study, StudyError
 from kernbench.benches.studies.graphs import study_graph
@@ -34,6 +48,9 @@ TORUS = "6sip_2x3_torus_2d.yaml"
 PAYLOADS: tuple[int, ...] = (16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 98304)
 BUFFER_KINDS: tuple[str, ...] = ("tcm", "sram", "hbm")
 SENSITIVITY_BYTES = 65536
+#: Payload per PE (bytes) and receive-ring memory of the links panel.
+LINKS_BYTES = 65536
+LINKS_KIND = "tcm"
 #: HBM pseudo-channel bandwidths of the sensitivity panel, GB/s.
 CHANNEL_GBS: tuple[float, ...] = (16.0, 20.0, 24.0, 28.0, 32.0)
 CCL_FILE = "ccl.yaml"
@@ -41,11 +58,13 @@ SHARDS = DPPolicy(cube="row_wise", num_pes=1)
 
 FIELDS: tuple[Field, ...] = (
     Field("panel", "", "topology (3 SIP topologies x payloads), buffer_kind (TCM/SRAM/HBM x payloads on the torus) or "
-                       "sensitivity (buffer kinds at 64 KiB as the HBM pseudo-channel bandwidth grows)"),
+                       "sensitivity (buffer kinds at 64 KiB as the HBM pseudo-channel bandwidth grows) or links (the "
+                       "3 SIP topologies at 64 KiB with TCM rings, per-link traffic recorded)"),
     Field("topology", "", "topology file, relative to the topologies folder"),
     Field("bytes_per_pe", "B", "all-reduce payload held by each participating PE"),
     Field("buffer_kind", "", "where the IPCQ receive rings live: tcm, sram or hbm"),
     Field("hbm_channel_gbs", "GB/s", "HBM pseudo-channel bandwidth override (null: the file's value)"),
+    Field("link_stats", "", "true: the point also records per-link traffic (links panel only)"),
     Field("sip_topology", "", "system.sips.topology of the file"),
     Field("sips", "1", "ranks (one per SIP)"),
     Field("channel_gbs", "GB/s", "HBM pseudo-channel bandwidth the point ran with"),
@@ -60,11 +79,22 @@ FIELDS: tuple[Field, ...] = (
     Field("accumulates", "1", "accumulate steps on the model's critical path"),
     Field("ipcq_messages", "1", "IPCQ messages the run delivered (all ranks)"),
     Field("events", "1", "SimPy events the point's engine processed"),
+    Field("window_ns", "ns", "links panel: the run window, time 0 to the end of the simulation; a link's "
+                             "utilisation is busy_ns / window_ns"),
+    Field("links_used", "1", "links panel: directed links that carried bytes"),
+    Field("link_bytes", "B", "links panel: bytes summed over every link (a transfer counts once per link it "
+                             "crosses)"),
+    Field("busiest_link", "", "links panel: the link with the highest utilisation (src → dst)"),
+    Field("busiest_utilisation", "1", "links panel: busy_ns / window_ns of busiest_link"),
+    Field("links", "", "links panel: JSON array of [src, dst, kind, bytes (B), packets, busy_ns (ns)], one row per "
+                       "directed link that carried bytes, in graph edge order (results.json only, not in the CSV)",
+          csv=False),
 )
 
 
 def grid() -> tuple[Point, ...]:
-    """Topology panel (topology-major), buffer-kind panel (kind-major), sensitivity panel (kind-major)."""
+    """Topology panel (topology-major), buffer-kind panel (kind-major), sensitivity panel (kind-major), links
+    panel (one point per topology)."""
     points = [Point({"panel": "topology"}, {"topology": t, "bytes_per_pe": b, "buffer_kind": "tcm",
                                             "hbm_channel_gbs": None}) for t in TOPOLOGIES for b in PAYLOADS]
     points += [Point({"panel": "buffer_kind"}, {"topology": TORUS, "bytes_per_pe": b, "buffer_kind": k,
@@ -72,6 +102,8 @@ def grid() -> tuple[Point, ...]:
     points += [Point({"panel": "sensitivity"}, {"topology": TORUS, "bytes_per_pe": SENSITIVITY_BYTES,
                                                 "buffer_kind": k, "hbm_channel_gbs": c})
                for k in BUFFER_KINDS for c in CHANNEL_GBS]
+    points += [Point({"panel": "links"}, {"topology": t, "bytes_per_pe": LINKS_BYTES, "buffer_kind": LINKS_KIND,
+                                          "hbm_channel_gbs": None, "link_stats": True}) for t in TOPOLOGIES]
     return tuple(points)
 
 
@@ -82,7 +114,8 @@ def overrides(params: Mapping[str, Scalar]) -> dict[str, Scalar]:
 
 
 def run_point(params: Mapping[str, Scalar], ctx: PointContext) -> dict[str, Scalar]:
-    """Run one all-reduce over every SIP in a fresh runtime (timing mode) and return its record."""
+    """Run one all-reduce over every SIP in a fresh runtime (timing mode) and return its record; with
+    ``link_stats`` true the record also holds the run window and every link that carried bytes."""
     nbytes, kind = int(params["bytes_per_pe"]), str(params["buffer_kind"])
     if nbytes <= 0 or nbytes % 2:
         raise StudyError(f"allreduce point: bytes_per_pe={nbytes} must be a positive even number (f16 values)")
@@ -102,7 +135,7 @@ def run_point(params: Mapping[str, Scalar], ctx: PointContext) -> dict[str, Scal
     torch.multiprocessing.spawn(worker, nprocs=world)
     measured = collective_span_ns([res for _, res in torch.distributed.results])
     model = predict(graph, nbytes, kind)
-    return {
+    record: dict[str, Scalar] = {
         "sip_topology": spec.system.sips.topology, "sips": world,
         "channel_gbs": spec.cube.hbm.bw_gbs / spec.cube.hbm.pseudo_channels,
         "allreduce_ns": measured, "model_ns": model.total_ns, "model_alpha_ns": model.alpha_ns,
@@ -112,6 +145,17 @@ def run_point(params: Mapping[str, Scalar], ctx: PointContext) -> dict[str, Scal
         "ipcq_messages": sum(1 for r in torch.oplog.records if r.op_name == "ipcq_send"),
         "events": torch.engine.events,
     }
+    if params.get("link_stats"):
+        record.update(link_record(torch))
+    return record
+
+
+def link_record(torch: RuntimeContext) -> dict[str, Scalar]:
+    """The per-link part of a record, as the run stands now: ``window_ns`` (ns), the summary scalars and the
+    ``links`` rows of every link that carried bytes (:mod:`~kernbench.benches.studies.allreduce_links`)."""
+    window = float(torch.now_ns)
+    text = allreduce_links.encode(torch.link_stats())
+    return {"window_ns": window, **allreduce_links.summary(allreduce_links.decode(text), window), "links": text}
 
 
 def _files(params: Mapping[str, Scalar]) -> tuple[str, ...]:
@@ -122,7 +166,8 @@ STUDY = Study(
     name="allreduce",
     title="Hierarchical all-reduce over six SIPs",
     description="3 SIP topologies x 12 payloads, TCM/SRAM/HBM receive rings x 12 payloads on the torus, and the "
-                "HBM pseudo-channel sensitivity panel, each beside the alpha-beta model",
+                "HBM pseudo-channel sensitivity panel, each beside the alpha-beta model, plus the per-link traffic "
+                "of each topology at 64 KiB per PE",
     grid=grid,
     point=run_point,
     files=_files,

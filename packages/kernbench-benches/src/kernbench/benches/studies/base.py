@@ -35,11 +35,13 @@ class SchedulerError(StudyError):
 @dataclass(frozen=True)
 class Field:
     """One column of a study's results: its name, unit (``ns``, ``B``, ``1`` for ratios, ``""`` for labels) and
-    meaning."""
+    meaning. ``csv`` False keeps a long field (a JSON document held as text) out of ``results.csv``; it stays in
+    ``results.json``."""
 
     name: str
     unit: str
     description: str
+    csv: bool = True
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,10 @@ Points are in grid order. Everything outside ``provenance.run`` depends only
 on the study, the topology files and the source, so serial, process-pool
 and Dask runs of the same study write the same bytes there; ``run`` records
 how this particular run went (its command line, executor and wall times).
-``results.csv`` has one row per point: labels, params, then values.
+``results.csv`` has one row per point: labels, params, then values, except
+the fields a study marks ``"csv": false`` in ``fields`` (long JSON documents
+held as text, such as the all-reduce study's per-link rows): those live in
+``results.json`` only, so the CSV stays one readable line per point.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ RESULTS_CSV = "results.csv"
 
 def document(study: Study, points: list[dict], provenance: dict) -> dict:
     """The results document of ``study``: ``points`` in grid order, each ``{"labels", "params", "values"}``."""
-    fields = {f.name: {"unit": f.unit, "description": f.description} for f in study.fields}
+    fields = {f.name: {"unit": f.unit, "description": f.description, **({} if f.csv else {"csv": False})}
+              for f in study.fields}
     return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "study": study.name, "title": study.title,
             "description": study.description, "command": study.command, "fields": fields,
             "provenance": provenance, "points": points}
@@ -66,13 +70,15 @@ def dumps(doc: dict) -> str:
 
 
 def columns(doc: dict) -> list[str]:
-    """CSV columns: every label, param and value name in first-seen order."""
+    """CSV columns: every label, param and value name in first-seen order, less the fields marked
+    ``"csv": false``."""
     seen: dict[str, None] = {}
     for p in doc["points"]:
         for part in ("labels", "params", "values"):
             for k in p[part]:
                 seen.setdefault(k, None)
-    return list(seen)
+    hidden = {k for k, f in doc.get("fields", {}).items() if f.get("csv", True) is False}
+    return [k for k in seen if k not in hidden]
 
 
 def rows(doc: dict) -> list[dict]:

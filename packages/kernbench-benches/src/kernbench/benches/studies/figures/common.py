@@ -54,7 +54,11 @@ METADATA = {
 class FigureSpec:
     """One figure: file stem, the study whose results it draws (None: drawn from topology files), a caption
     (plain text), the command that regenerates it, the function drawing it on a fresh matplotlib figure from the
-    results document (or the topology folder), and its width in the report as a share of the text width."""
+    results document (or the topology folder), and its width in the report as a share of the text width.
+
+    ``topologies`` True: ``draw(doc, topology_dir)`` also reads the compiled topologies the results were recorded
+    on (a heatmap draws on the graph). ``tex_caption`` is LaTeX the report adds to the caption; it states numbers
+    only through the report's generated macros (``\\kb…``), never typed digits."""
 
     name: str
     study: str | None
@@ -62,6 +66,8 @@ class FigureSpec:
     command: str
     draw: Callable[..., plt.Figure]
     width: float = 1.0  # share of the text width the figure takes in the report
+    topologies: bool = False
+    tex_caption: str = ""
 
 
 def new_figure(width_in: float = 6.4, height_in: float = 3.0, **kw) -> tuple[plt.Figure, object]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kernbench.benches.studies.report import allreduce_links_tex
 from kernbench.benches.studies.report.numbers import Numbers, fixed, sig
 from kernbench.benches.studies.report.tables import TableData
 from kernbench.benches.studies.results import select
@@ -126,17 +127,19 @@ def generate(doc: dict, nums: Numbers) -> tuple[dict[str, str], dict[str, str]]:
                                         f"{seed_order[2].upper()}, the reverse of our order at this bandwidth")
     else:
         claims["kbClaimKindsVsSeed"] = f"a different winner ({seed_order[0].upper()})"
+    claims.update(allreduce_links_tex.generate(doc, nums))
     files = {f"tab-{t.label.removeprefix('tab:')}.tex": t.latex() for t in tables(doc)}
     return claims, files
 
 
 def tables(doc: dict) -> list[TableData]:
-    """The all-reduce section's tables: by topology, by buffer kind, and the sensitivity panel."""
+    """The all-reduce section's tables: by topology, by buffer kind, the sensitivity panel and the links panel."""
     topo = {t: select(doc, panel="topology", sip_topology=t) for t in TOPOLOGIES}
     kinds = {k: select(doc, panel="buffer_kind", buffer_kind=k) for k in KINDS}
     sens = {k: select(doc, panel="sensitivity", buffer_kind=k) for k in KINDS}
     payloads = [r["bytes_per_pe"] for r in topo["torus_2d"]]
-    return [_topology_table(topo, payloads), _kind_table(kinds, payloads), _sensitivity_table(sens)]
+    return [_topology_table(topo, payloads), _kind_table(kinds, payloads), _sensitivity_table(sens),
+            allreduce_links_tex.table(doc)]
 
 
 def _topology_table(topo: dict, payloads: list[int]) -> TableData:
