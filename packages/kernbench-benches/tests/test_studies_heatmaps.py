@@ -4,7 +4,6 @@ label and colours following the record, and their numbers reaching the report as
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -26,19 +25,9 @@ TOPOLOGIES = ROOT / "topologies"
 HEATMAPS = ("allreduce_links_ring", "allreduce_links_torus", "allreduce_links_mesh")
 
 
-def _synthetic():
-    spec = importlib.util.spec_from_file_location("studies_synthetic", Path(__file__).with_name("studies_synthetic.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-SYN = _synthetic()
-
-
 @pytest.fixture(scope="module")
-def doc():
-    return SYN.synthetic_doc("allreduce")
+def doc(synthetic):
+    return synthetic.synthetic_doc("allreduce")
 
 
 def _links_point(doc: dict, sip_topology: str) -> dict:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import re
 import shutil
@@ -23,21 +22,11 @@ REPORT = ROOT / "report"
 TOPOLOGIES = ROOT / "topologies"
 
 
-def _synthetic():
-    spec = importlib.util.spec_from_file_location("studies_synthetic", Path(__file__).with_name("studies_synthetic.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-SYN = _synthetic()
-
-
 # ------------------------------------------------------------------ results files
 
 
-def test_results_round_trip_and_csv(tmp_path):
-    doc = SYN.synthetic_doc("allreduce")
+def test_results_round_trip_and_csv(synthetic, tmp_path):
+    doc = synthetic.synthetic_doc("allreduce")
     j, c = res.write(tmp_path, doc)
     assert res.load(tmp_path) == doc == json.loads(j.read_text())
     header, first = c.read_text().splitlines()[:2]
@@ -52,8 +41,8 @@ def test_results_round_trip_and_csv(tmp_path):
     (lambda d: d.pop("points"), "field 'points' is missing"),
     (lambda d: d["points"][0]["values"].update(mystery=1.0), "value 'mystery' has no unit"),
 ])
-def test_a_bad_results_file_is_a_schema_error(tmp_path, mutate, match):
-    doc = SYN.synthetic_doc("gemm")
+def test_a_bad_results_file_is_a_schema_error(synthetic, tmp_path, mutate, match):
+    doc = synthetic.synthetic_doc("gemm")
     mutate(doc)
     (tmp_path / "results.json").write_text(json.dumps(doc))
     with pytest.raises(SchemaError, match=match):
@@ -68,8 +57,8 @@ def test_missing_or_broken_results_files(tmp_path):
         res.load(tmp_path)
 
 
-def test_the_figure_step_refuses_a_wrong_schema_version(tmp_path):
-    doc = SYN.synthetic_doc("gemm")
+def test_the_figure_step_refuses_a_wrong_schema_version(synthetic, tmp_path):
+    doc = synthetic.synthetic_doc("gemm")
     doc["schema_version"] = 2
     with pytest.raises(SchemaError, match="schema version 2"):
         render_study(doc, tmp_path, topology_dir=TOPOLOGIES)
@@ -79,8 +68,8 @@ def test_the_figure_step_refuses_a_wrong_schema_version(tmp_path):
 # ------------------------------------------------------------------ figures
 
 
-def test_figures_are_deterministic_and_undated(tmp_path):
-    doc = SYN.synthetic_doc("allreduce")
+def test_figures_are_deterministic_and_undated(synthetic, tmp_path):
+    doc = synthetic.synthetic_doc("allreduce")
     a = render_study(doc, tmp_path / "a", topology_dir=TOPOLOGIES)
     b = render_study(copy.deepcopy(doc), tmp_path / "b", topology_dir=TOPOLOGIES)
     assert [p.name for p in a] == [p.name for p in b] and len(a) == 12  # 3 curves + 3 heatmaps, SVG and PDF
@@ -142,10 +131,10 @@ def _generate(tmp_path: Path, docs: dict) -> build.Generated:
 
 
 @pytest.fixture(scope="module")
-def synthetic_report(tmp_path_factory):
+def synthetic_report(synthetic, tmp_path_factory):
     """The report generated once for this module from synthetic results: (folder, documents, Generated)."""
     folder = tmp_path_factory.mktemp("report")
-    docs = {n: SYN.synthetic_doc(n) for n in ("gemm", "allreduce", "gqa")}
+    docs = {n: synthetic.synthetic_doc(n) for n in ("gemm", "allreduce", "gqa")}
     return folder, docs, _generate(folder, docs)
 
 
