@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import kernbench.cli.web.server as web_server
 from kernbench.cli.web import PortInUseError, ViewerInputError, ViewerServer, ViewerState, is_loopback
 from kernbench.runtime.bench import discover, run_bench
 from kernbench.sim.links import LinksFileError, link_report, write_links
@@ -86,6 +87,57 @@ def test_anything_but_the_viewer_paths_is_404(served, path):
     assert b"root:" not in body and b"import " not in body and b"Traceback" not in body
 
 
+# Paths that name files which EXIST outside the viewer's assets folder (``kernbench/cli/web/assets``), whichever way
+# a request might be resolved against that folder: relative to it, after dropping an ``/assets/`` prefix, after
+# URL-decoding (once or twice), or as an absolute path. A server that ever looks a request up on disk serves one.
+WEB_DIR = Path(web_server.__file__).parent
+NOT_FOUND_PAGE = b"<!DOCTYPE html><title>404</title><h1>404: not found</h1><p>The viewer serves / only.</p>\n"
+UP = "../" * 24  # more than enough to climb from any install location to /
+ESCAPES = [
+    ("/../server.py", WEB_DIR / "server.py"),
+    ("/assets/../server.py", WEB_DIR / "server.py"),
+    ("/./../server.py", WEB_DIR / "server.py"),
+    ("/../__init__.py", WEB_DIR / "__init__.py"),
+    ("/../../main.py", WEB_DIR.parent / "main.py"),
+    ("/assets/../../main.py", WEB_DIR.parent / "main.py"),
+    ("/..%2fserver.py", WEB_DIR / "server.py"),
+    ("/%2e%2e/server.py", WEB_DIR / "server.py"),
+    ("/%2E%2E%2Fserver.py", WEB_DIR / "server.py"),
+    ("/.%2e/server.py", WEB_DIR / "server.py"),
+    ("/%252e%252e%252fserver.py", WEB_DIR / "server.py"),
+    ("/..%2f..%2fweb/server.py", WEB_DIR / "server.py"),
+    ("/assets/..%2f..%2fweb/server.py", WEB_DIR / "server.py"),
+    ("/assets/%2e%2e/%2e%2e/main.py", WEB_DIR.parent / "main.py"),
+    (f"/{UP}etc/passwd", Path("/etc/passwd")),
+    (f"/assets/{UP}etc/passwd", Path("/etc/passwd")),
+    ("/assets/../../../../../../etc/passwd", Path("/etc/passwd")),
+    (f"/{UP.replace('/', '%2f')}etc%2fpasswd", Path("/etc/passwd")),
+    (f"/{UP.replace('..', '%2e%2e')}etc/passwd", Path("/etc/passwd")),
+    ("/assets//etc/passwd", Path("/etc/passwd")),
+    ("/assets/%2fetc%2fpasswd", Path("/etc/passwd")),
+    ("/%2Fetc/passwd", Path("/etc/passwd")),
+    (f"/{WEB_DIR / 'server.py'}", WEB_DIR / "server.py"),
+    (f"{WEB_DIR / 'server.py'}", WEB_DIR / "server.py"),
+    (f"/assets/{WEB_DIR / 'server.py'}", WEB_DIR / "server.py"),
+    (f"/assets{WEB_DIR / 'server.py'}", WEB_DIR / "server.py"),
+    (f"/{str(WEB_DIR / 'server.py').replace('/', '%2f')}", WEB_DIR / "server.py"),
+    (f"/{UP}{str(WEB_DIR / 'server.py').lstrip('/')}", WEB_DIR / "server.py"),
+]
+
+
+@pytest.mark.parametrize(("path", "target"), ESCAPES, ids=[p for p, _ in ESCAPES])
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_paths_onto_existing_files_outside_the_assets_are_refused(served, path, target, method):
+    assert target.is_file() or not Path("/etc/passwd").exists(), target  # the escape would land on a real file
+    status, headers, body = request(served[0], method, path)
+    assert status in (400, 404), (path, status)
+    if method == "GET" and status == 404:
+        assert body == NOT_FOUND_PAGE
+    if target.is_file():
+        content = target.read_bytes()
+        assert content[:200] not in body and int(headers["Content-Length"]) != len(content)
+
+
 def test_viewer_paths_are_served_with_a_strict_policy(served):
     server = served[0]
     status, headers, body = request(server, "GET", "/")
@@ -108,6 +160,50 @@ def test_requests_must_name_a_loopback_host(served):
     status, _, _ = request(server, "GET", "/", headers={"Host": f"evil.example:{server.port}"})
     assert status == 421
     assert request(server, "GET", "/", headers={"Host": f"localhost:{server.port}"})[0] == 200
+
+
+# A loopback name followed by more text is another host: only an exact match of NAME:PORT may pass.
+LOOKALIKE_HOSTS = ["127.0.0.1.evil.example", "127.0.0.1.evil.example:{port}", "localhost.evil.example",
+                   "localhost.evil.example:{port}", "127.0.0.1:{port}.evil", "127.0.0.1:{port}0",
+                   "localhost:{port}.evil.example", "127.0.0.1:{port}@evil.example", "[::1]:{port}.evil",
+                   "localhost:{port} evil", "evil.example:{port}", "evil.127.0.0.1:{port}", "xlocalhost:{port}",
+                   "127.0.0.2:{port}", "0.0.0.0:{port}", "127.0.0.1:{other}", "localhost:{other}", "", ":{port}"]
+
+
+def _host_status(server, host: str | None, method: str = "GET", path: str = "/") -> int:
+    """The status of one request whose Host header is exactly ``host`` (None: no Host header at all)."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        if host is not None:
+            conn.putheader("Host", host)
+        conn.endheaders()
+        resp = conn.getresponse()
+        body = resp.read()
+    finally:
+        conn.close()
+    if resp.status == 421:
+        assert body == b"this viewer answers loopback host names only\n"
+    return resp.status
+
+
+@pytest.mark.parametrize("host", LOOKALIKE_HOSTS)
+def test_a_host_that_only_starts_like_loopback_is_refused(served, host):
+    server = served[0]
+    name = host.format(port=server.port, other=server.port + 1)
+    assert _host_status(server, name) == 421, name
+    # The run API is behind the same check: a refused host never reaches the header or body checks (403/400).
+    assert _host_status(server, name, "POST", "/api/run") == 421, name
+
+
+def test_exact_loopback_hosts_with_the_port_are_accepted_and_nothing_else(served):
+    server = served[0]
+    for host in (f"127.0.0.1:{server.port}", f"localhost:{server.port}", f"LocalHost:{server.port}",
+                 f"[::1]:{server.port}"):
+        assert _host_status(server, host) == 200, host
+    # ADR 0025: the Host must name a loopback address *with its port*; a bare name means port 80, not this server.
+    for host in ("127.0.0.1", "localhost", "[::1]", None):
+        assert _host_status(server, host) == 421, host
 
 
 def test_runs_need_the_viewer_header_and_valid_json(served):

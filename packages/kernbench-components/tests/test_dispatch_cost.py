@@ -92,3 +92,45 @@ def test_a_composite_within_the_cap_runs():
 
     _, req = _run(graph, kernel)
     assert req.error is None
+
+
+# The PE clock converts dispatch cycles to time: ns = cycles / clock_ghz. Every shipped topology runs at 1 GHz,
+# where cycles and ns coincide, so these tests use other clocks.
+@pytest.mark.parametrize("clock_ghz", [2.0, 0.5, 1.25])
+def test_dispatch_time_is_cycles_divided_by_the_clock(clock_ghz):
+    fixed, r = 40.0, 0.0625
+    graph = compile_spec(spec_from_dict({"pe": {"clock_ghz": clock_ghz,
+                                                "cost_model": {"fixed_cycles": fixed, "r_cycles_per_byte": r}}}))
+    arg = TensorArg(AddressResolver(graph).hbm_addr(0, 0, 0), (32, 32), "float16")
+    eng, req = _run(graph, _kernel, (arg,))
+    assert req.error is None
+    ds = _dispatches(eng)
+    assert len(ds) == 7
+    # Descriptor sizes from the counting rule (test_descriptor_sizes_follow_the_counting_rule): DMA 25 bytes,
+    # exp 23, add 31, composite 54; the clock changes the time a dispatch takes, never its cycles.
+    cycles = [fixed + n * r for n in (25, 23, 31)]
+    assert [d.params["cycles"] for d in ds[:3]] == pytest.approx(cycles)
+    for d in ds:
+        want_ns = (fixed + d.params["logical_bytes"] * r) / clock_ghz
+        assert d.t_end - d.t_start == pytest.approx(want_ns, rel=1e-12)
+    cpu = eng.components.get("sip0.cube0.pe0.pe_cpu")
+    total_cycles = sum(fixed + d.params["logical_bytes"] * r for d in ds)
+    assert cpu.count == 7 and cpu.busy_ns == pytest.approx(total_cycles / clock_ghz, rel=1e-12)
+
+
+@pytest.mark.parametrize(("clock_ghz", "first_ns", "second_ns"), [(2.0, 3.5, 2.5), (0.5, 14.0, 10.0),
+                                                                  (4.0, 1.75, 1.25)])
+def test_cycles_take_n_over_the_clock_back_to_back(clock_ghz, first_ns, second_ns):
+    graph = compile_spec(spec_from_dict({"pe": {"clock_ghz": clock_ghz}}))
+
+    def kernel(tl):
+        tl.cycles(7)
+        tl.cycles(5)
+
+    eng, req = _run(graph, kernel)
+    assert req.error is None
+    a, b = _dispatches(eng)
+    assert (a.params["cycles"], b.params["cycles"]) == (7, 5)  # cycles do not depend on the clock
+    assert a.t_end - a.t_start == pytest.approx(first_ns, rel=1e-12)
+    assert b.t_end - b.t_start == pytest.approx(second_ns, rel=1e-12)
+    assert b.t_start == a.t_end  # the second dispatch waits for the CPU to be free

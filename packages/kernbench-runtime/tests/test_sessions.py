@@ -54,6 +54,55 @@ def test_launch_with_a_tensor_of_another_session_is_refused_before_anything_chan
     np.testing.assert_array_equal(s2.to_numpy(b2), np.full((8, 64), 2, np.float16))
 
 
+def _add(kernel_tl, x, y, dst):
+    kernel_tl.store(dst, kernel_tl.load(x) + kernel_tl.load(y))
+
+
+def _add_scaled(kernel_tl, x, scale, y, dst):
+    kernel_tl.store(dst, kernel_tl.load(x) + kernel_tl.load(y))
+
+
+def _refused_launch(ctx: RuntimeContext, fn, *args) -> str:
+    """The message of a launch that must be refused before anything is submitted or changed."""
+    before, launches = _state(ctx), list(ctx._launches)
+    with pytest.raises(RuntimeApiError) as info:
+        ctx.launch("add", fn, *args)
+    assert _state(ctx) == before and ctx._launches == launches
+    return str(info.value)
+
+
+@pytest.mark.parametrize("position", [1, 2])
+def test_launch_checks_every_tensor_argument_not_only_the_first(graph, position):
+    s1, s2, a1, b2 = _two_sessions(graph)
+    out = s2.empty((8, 64), "float16", ONE)
+    args = [b2, b2, out]
+    args[position] = a1  # a1 sits at b2's very addresses, so only the ownership check can tell them apart
+    msg = _refused_launch(s2, _add, *args)
+    assert msg == (f"launch 'add': tensor float16[8, 64] belongs to {s1.name}, not to {s2.name}; use a tensor in "
+                   f"the session that created it (copy it with to_numpy / from_numpy)")
+    # The same launch with the session's own tensors runs: the refusal was about ownership alone.
+    s2.wait(s2.launch("add", _add, b2, b2, out))
+    np.testing.assert_array_equal(s2.to_numpy(out), np.full((8, 64), 4, np.float16))
+
+
+def test_launch_checks_a_tensor_after_a_plain_argument(graph):
+    s1, s2, a1, b2 = _two_sessions(graph)
+    msg = _refused_launch(s2, _add_scaled, b2, 2.0, b2, a1)  # the foreign tensor is the 4th argument
+    assert msg.startswith(f"launch 'add': tensor float16[8, 64] belongs to {s1.name}, not to {s2.name};")
+
+
+@pytest.mark.parametrize("position", [1, 2])
+def test_launch_with_a_freed_tensor_in_a_later_position_is_refused(graph, position):
+    ctx = RuntimeContext(graph, data=True)
+    x = ctx.from_numpy(np.full((8, 64), 3, np.float16), ONE)
+    gone = ctx.from_numpy(np.full((8, 64), 5, np.float16), ONE)
+    out = ctx.empty((8, 64), "float16", ONE)
+    ctx.free(gone)
+    args = [x, x, out]
+    args[position] = gone
+    assert _refused_launch(ctx, _add, *args) == "launch 'add': tensor float16[8, 64] was freed; create it again"
+
+
 def test_free_of_another_sessions_tensor_frees_nothing(graph):
     s1, s2, a1, b2 = _two_sessions(graph)
     before = _state(s2)

@@ -8,7 +8,7 @@ import tracemalloc
 import pytest
 
 from kernbench.topology.errors import KernbenchError, SpecError
-from kernbench.topology.safe_yaml import MAX_BYTES, load_yaml, quote
+from kernbench.topology.safe_yaml import MAX_ALIASES, MAX_BYTES, load_yaml, quote
 from kernbench.topology.spec_loader import load_spec, spec_from_yaml
 
 
@@ -69,6 +69,40 @@ def test_alias_bomb_in_a_known_topology_field_is_refused():
 def test_too_many_aliases():
     body = "a: &a 1\nb: [" + ", ".join(["*a"] * 101) + "]\n"
     assert "more than 100 aliases" in _error(body)
+
+
+def _aliases_one_per_line(n: int) -> str:
+    """An anchor on line 1, then ``n`` keys each holding one alias: alias number k sits on line k + 1."""
+    return "a: &a 7\n" + "".join(f"k{i}: *a\n" for i in range(1, n + 1))
+
+
+def test_exactly_the_alias_limit_loads():
+    assert MAX_ALIASES == 100
+    data = load_yaml(_aliases_one_per_line(100), "t.yaml")
+    assert len(data) == 101 and all(data[f"k{i}"] == 7 for i in range(1, 101))
+    flow = load_yaml("a: &a [1, 2]\nb: [" + ", ".join(["*a"] * 100) + "]\n", "t.yaml")
+    assert flow["b"] == [[1, 2]] * 100
+
+
+def test_one_alias_past_the_limit_is_refused_at_that_alias():
+    # The 101st alias is the one on line 102: the message points at it, not at the anchor or the end.
+    assert _error(_aliases_one_per_line(101)) == ("t.yaml, line 102: more than 100 aliases (*name); write the "
+                                                  "values out")
+
+
+@pytest.mark.parametrize("limit", [1, 3, 250])
+def test_alias_limit_argument_boundary(limit):
+    assert len(load_yaml(_aliases_one_per_line(limit), "t.yaml", max_aliases=limit)) == limit + 1
+    with pytest.raises(SpecError) as info:
+        load_yaml(_aliases_one_per_line(limit + 1), "t.yaml", max_aliases=limit)
+    assert str(info.value) == f"t.yaml, line {limit + 2}: more than {limit} aliases (*name); write the values out"
+
+
+def test_merge_keys_count_as_aliases():
+    # `<<: *b` is an alias like any other: 100 in all still load, one more is refused.
+    base = "b: &b {x: 1}\n" + "".join(f"m{i}:\n  <<: *b\n" for i in range(99))
+    assert load_yaml(base + "z: *b\n", "t")["m98"] == {"x": 1}
+    assert "more than 100 aliases" in _error(base + "z: *b\ny: *b\n")
 
 
 def test_recursive_alias():
