@@ -11,7 +11,9 @@ from kernbench.benches.attention import PARTITIONS, VARIANTS, attention_referenc
 from kernbench.benches.attention.benchkit import TOLERANCE, inputs
 from kernbench.benches.attention.problem import check_problem
 from kernbench.benches.attention.tree_plan import plan_tree
+from kernbench.components.launch import KernelError
 from kernbench.runtime import RuntimeContext
+from kernbench.tl.scratch import ScratchArena
 from kernbench.topology import compile_spec, spec_from_dict
 
 
@@ -131,14 +133,51 @@ def test_the_reduce_is_centre_rooted(graph):
     assert r.ipcq_messages == {"intra_cube": 8 * 7 * 3, "inter_cube": 7 * 3}
 
 
-def test_scratch_stays_bounded_at_long_context():
-    """S = 16384 on one PE (256 tiles) fits a 256 KiB scratch: the loop reuses its buffers instead of growing
-    (a few KiB per tile would need megabytes)."""
-    graph = compile_spec(spec_from_dict({"pe": {"tcm": {"scratch_mib": 0.25}}}))
-    q, k, v = inputs(1, 8, 1, 1, 16384, 64, seed=12)
-    for variant in VARIANTS:
-        r = gqa_decode(RuntimeContext(graph), q, k, v, partition="single_pe", variant=variant)
-        assert r.latency_ns > 0
+@pytest.fixture(scope="module")
+def small_scratch():
+    """The default topology with a 256 KiB kernel scratch instead of 1 MiB."""
+    return compile_spec(spec_from_dict({"pe": {"tcm": {"scratch_mib": 0.25}}}))
+
+
+def _peak_scratch(monkeypatch) -> list[int]:
+    """Record the scratch cursor after every allocation of any kernel (the arena only grows by allocating)."""
+    marks: list[int] = []
+    alloc = ScratchArena.alloc
+
+    def recording(self, nbytes):
+        addr = alloc(self, nbytes)
+        marks.append(self.cursor)
+        return addr
+
+    monkeypatch.setattr(ScratchArena, "alloc", recording)
+    return marks
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_scratch_stays_bounded_at_long_context(small_scratch, monkeypatch, variant):
+    """S = 16384 on one PE (256 tiles) fits a 256 KiB scratch because the loop reuses its buffers: its peak
+    scratch is exactly that of S = 1024 (16 tiles), and every tile after the first costs the same time, so the
+    window grows linearly with the keys streamed (ADR 0018): T(16384) = T(1024) + 240 (T(2048) - T(1024)) / 16."""
+    marks = _peak_scratch(monkeypatch)
+    peak, window = {}, {}
+    for s in (1024, 2048, 16384):
+        q, k, v = inputs(1, 8, 1, 1, s, 64, seed=12)
+        marks.clear()
+        window[s] = gqa_decode(RuntimeContext(small_scratch), q, k, v, partition="single_pe",
+                               variant=variant).latency_ns
+        peak[s] = max(marks)
+    assert peak[16384] == peak[2048] == peak[1024] <= 256 * 1024
+    per_tile = (window[2048] - window[1024]) / 16
+    assert per_tile > 0
+    assert window[16384] == pytest.approx(window[1024] + 240 * per_tile, rel=1e-9)
+
+
+def test_the_scratch_budget_is_enforced():
+    """The bound above is a real limit: the same loop in an 8 KiB scratch stops with the overflow error."""
+    graph = compile_spec(spec_from_dict({"pe": {"tcm": {"scratch_mib": 8 / 1024}}}))
+    q, k, v = inputs(1, 8, 1, 1, 1024, 64, seed=12)
+    with pytest.raises(KernelError, match=r"ScratchOverflowError: .* of 8192 are left; .* raise pe\.tcm\.scratch_mib"):
+        gqa_decode(RuntimeContext(graph), q, k, v, partition="single_pe")
 
 
 def test_more_keys_per_pe_take_longer_and_spreading_them_is_faster(graph):

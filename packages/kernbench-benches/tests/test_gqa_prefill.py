@@ -10,6 +10,8 @@ import pytest
 from kernbench.benches.attention import attention_reference, gqa_prefill
 from kernbench.benches.attention.benchkit import TOLERANCE, inputs
 from kernbench.benches.attention.geometry import cube_groups, ring_order
+from kernbench.benches.attention.problem import DEFAULT_TILE, check_problem
+from kernbench.benches.attention.ring_plan import plan_ring
 from kernbench.runtime import RuntimeContext
 from kernbench.topology import compile_spec, spec_from_dict
 
@@ -63,6 +65,40 @@ def test_prefill_matches_numpy(graph, case):
     r = gqa_prefill(RuntimeContext(graph, data=True), q, k, v, mode=mode, pes=pes, cubes=cubes)
     assert r.out.shape == (users, hq, tq, d)
     assert np.abs(r.out - attention_reference(q, k, v, causal=True)).max() < TOLERANCE
+
+
+def _tile_starts_at_a_block_end(graph, q, k, v, pes, cubes) -> int:
+    """How many (row block, tile) pairs of the ring plan have the tile's first key at the block's last position:
+    the only key such a block sees of that tile, the edge case of the causal skip."""
+    problem = check_problem(q, k, v, what="test", decode=False)
+    plan = plan_ring(graph.spec, problem, pes=pes, cubes=cubes, tile=DEFAULT_TILE, causal=True, what="test")
+    hits = 0
+    for user in plan.users:
+        for pe in user.pes.values():
+            starts = {a.k0 for a in pe.actions}
+            hits += sum(rb.pmax in starts for head in pe.passes for blocks in head for rb in blocks)
+    return hits
+
+
+EDGE_CASES = [
+    # users, Hq, Hkv, Tq, S, d, pes, cubes
+    (1, 1, 1, 201, 202, 32, 1, 2),  # cube 0's rows end at position 101, where cube 1's keys begin
+    (1, 2, 1, 65, 65, 32, 1, 1),    # one block spans both query heads, positions 0..64; the second tile starts at 64
+    (2, 4, 2, 65, 130, 32, 2, 2),   # two users, two rings of two PEs
+    (1, 4, 2, 20, 45, 32, 2, 4),    # four cubes with short key blocks
+]
+
+
+@pytest.mark.parametrize("case", EDGE_CASES, ids=[f"C{c[0]}-Hq{c[1]}-Tq{c[3]}-S{c[4]}-p{c[6]}-c{c[7]}"
+                                                  for c in EDGE_CASES])
+def test_ring_keeps_a_tile_whose_first_key_is_a_blocks_last_position(graph, case):
+    """A row block whose last query position equals a tile's first key sees exactly one key of that tile; the
+    causal skip must keep the tile, or the block's last row loses its diagonal key."""
+    users, hq, hkv, tq, s, d, pes, cubes = case
+    q, k, v = inputs(users, hq, hkv, tq, s, d, seed=31)
+    assert _tile_starts_at_a_block_end(graph, q, k, v, pes, cubes) > 0  # the case does reach the edge
+    r = gqa_prefill(RuntimeContext(graph, data=True), q, k, v, mode="ring", pes=pes, cubes=cubes)
+    assert np.abs(r.out - _causal_loop(q, k, v)).max() < TOLERANCE
 
 
 @pytest.mark.parametrize("mode", ["short", "ring"])

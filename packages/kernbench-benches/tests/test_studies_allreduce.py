@@ -15,6 +15,7 @@ from kernbench.benches.studies.base import PointContext, SchemaError, StudyError
 from kernbench.benches.studies.graphs import study_graph
 from kernbench.ccl import collective_span_ns
 from kernbench.runtime import DPPolicy, RuntimeContext
+from kernbench.topology import compile_spec, spec_from_dict
 
 ROOT = Path(__file__).resolve().parents[3]
 TOPOLOGIES = ROOT / "topologies"
@@ -68,6 +69,54 @@ def test_accumulate_term_is_the_closed_form():
     n = 65536
     per = 2 * 42.0 + 3 * n / 512 + 2 * n / 512 + 2 * (n // 2 // 64)
     assert predict(g, n, "tcm").accumulate_ns == pytest.approx(7 * per)
+
+
+#: One SIP of 2 x 1 cubes with every constant of the message term moved off its default (no wire delay, so each
+#: link's latency is its own fixed part).
+TWO_CUBES = {
+    "system": {"sips": {"count": 1, "grid": [1, 1]}},
+    "sip": {"cube_mesh": {"w": 2, "h": 1}, "ucie": {"bw_gbs": 128.0, "latency_ns": 20.0}},
+    "cube": {"noc": {"link_bw_gbs": 64.0, "router_overhead_ns": 3.0, "wire_ns_per_mm": 0.0}},
+    "pe": {"clock_ghz": 2.0, "cpu_overhead_ns": 5.0, "scheduler_overhead_ns": 4.0, "internal_bw_gbs": 512.0,
+           "tcm": {"read_bw_gbs": 256.0, "write_bw_gbs": 128.0}, "dma": {"overhead_ns": 7.0},
+           "cost_model": {"fixed_cycles": 40.0}, "ipcq": {"overhead_ns": 6.0}},
+    "fabric": {"flit_bytes": 256, "control_bytes": 64},
+}
+
+
+@pytest.mark.parametrize(("nbytes", "message_ns"), [(1024, 347.0), (4096, 539.0)])
+def test_message_term_is_the_closed_form(nbytes, message_ns):
+    """m(N) = c + o + α_w + α_r + N (1/B_tcm + 1/B_in + 1/B_out), worked out by hand on TWO_CUBES.
+
+    PE 0 of cube 1 sends to the root, cube 0: 2 messages on the critical path (reduce and broadcast along a row
+    of two cubes; one SIP, so no exchange). c = 40 cycles / 2 GHz + 5 = 25 ns; o = scheduler 4 + IPCQ 6 = 10 ns.
+    α_w, the 256-byte head from the sender's TCM into the root's TCM: the overheads of 2 DMAs (7 each) and of
+    7 routers (2 in cube 1, 5 in cube 0; 3 each) = 35 ns; the head on the TCM read side 256/256, on 9 NoC links
+    256/64 each and on the root's TCM write side 256/128 = 39 ns; the UCIe link 256/128 + 20 = 22 ns; in all
+    96 ns. α_r, the root's DMA copying out of its own ring: the 64-byte command 64/128, the head back 256/256 +
+    256/128, the DMA's overhead 7 = 10.5 ns. So the fixed part is 25 + 10 + 96 + 10.5 = 141.5 ns, and per byte:
+    staging 1/min(256, 128) + the route's narrowest link 1/64 + the copy out 1/min(128, 256) = 1/32 ns.
+    m(1024) = 141.5 + 32 = 173.5 ns and m(4096) = 141.5 + 128 = 269.5 ns, twice each."""
+    m = predict(compile_spec(spec_from_dict(TWO_CUBES)), nbytes, "tcm")
+    assert m.messages == 2
+    assert m.message_ns == pytest.approx(message_ns, rel=1e-12)
+
+
+def test_inter_sip_message_pays_the_pcie_latency_once_per_link():
+    """Two SIPs of 2 x 1 cubes on a ring: 2 intra-SIP messages and 1 exchange message, whose write crosses two
+    PCIe links (SIP 1's endpoint to the switch, the switch to SIP 0's). Raising the PCIe latency by 50 ns adds
+    1 x 2 x 50 = 100 ns to the messages and to the total, and nothing per byte."""
+    def model(latency_ns: float):
+        spec = {"system": {"sips": {"count": 2, "grid": [1, 2], "topology": "ring_1d"},
+                           "pcie": {"latency_ns": latency_ns}},
+                "sip": {"cube_mesh": {"w": 2, "h": 1}}}
+        return predict(compile_spec(spec_from_dict(spec)), 2048, "tcm")
+
+    slow, fast = model(80.0), model(30.0)
+    assert (fast.messages, slow.messages) == (3, 3)
+    assert slow.message_ns - fast.message_ns == pytest.approx(100.0, abs=1e-9)
+    assert slow.total_ns - fast.total_ns == pytest.approx(100.0, abs=1e-9)
+    assert slow.beta_ns_per_byte == pytest.approx(fast.beta_ns_per_byte, rel=1e-12)
 
 
 def test_sensitivity_override_changes_only_the_channel_bandwidth():

@@ -16,6 +16,7 @@ from kernbench.benches.studies.base import SchemaError, StudyError
 from kernbench.benches.studies.figures import render_study
 from kernbench.benches.studies.report import build
 from kernbench.benches.studies.report.grounding import check_sections, check_text
+from kernbench.topology.errors import KernbenchError
 
 ROOT = Path(__file__).resolve().parents[3]
 REPORT = ROOT / "report"
@@ -47,6 +48,25 @@ def test_a_bad_results_file_is_a_schema_error(synthetic, tmp_path, mutate, match
     (tmp_path / "results.json").write_text(json.dumps(doc))
     with pytest.raises(SchemaError, match=match):
         res.load(tmp_path / "results.json")
+
+
+@pytest.mark.parametrize(("bad", "shown"), [(float("nan"), "nan"), (float("inf"), "inf"), (float("-inf"), "-inf")])
+def test_a_non_finite_point_value_is_refused_by_name(synthetic, tmp_path, bad, shown):
+    """Python's json writes NaN, Infinity and -Infinity and reads them back; a results file holding one is
+    refused, naming the point and the field, and saying how to get a good file."""
+    doc = synthetic.synthetic_doc("gemm")
+    doc["points"][3]["values"]["composite_ns"] = bad
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))  # allow_nan is json's default
+    assert "NaN" in path.read_text() or "Infinity" in path.read_text()
+    with pytest.raises(SchemaError) as err:
+        res.load(path)
+    assert isinstance(err.value, KernbenchError)
+    assert f"point 3 value 'composite_ns' is {shown};" in str(err.value)
+    assert str(path) in str(err.value) and "regenerate it with `kernbench study NAME`" in str(err.value)
+    doc["points"][3]["values"]["composite_ns"] = 177.5  # the same file with a finite value loads
+    path.write_text(json.dumps(doc))
+    assert res.load(path)["points"][3]["values"]["composite_ns"] == 177.5
 
 
 def test_missing_or_broken_results_files(tmp_path):
@@ -118,6 +138,20 @@ def test_grounding_catches_a_planted_latency(tmp_path):
 ])
 def test_grounding_allow_list(text, numbers):
     assert [v.number for v in check_text(text)] == numbers
+
+
+@pytest.mark.parametrize(("text", "numbers"), [
+    # an escaped percent sign is text: what follows it on the line is still checked
+    (r"the ring is 25\,\% slower, that is 7.5~\textmu s more", ["25", "7.5"]),
+    (r"25\% and then 40", ["25", "40"]),
+    # a bare percent sign starts a comment: the rest of the line is hidden, the next line is checked again
+    ("the ring is slower % 25 and 7.5 are notes\nby 12 ns", ["12"]),
+    ("% 99 a whole-line comment", []),
+])
+def test_grounding_tells_an_escaped_percent_from_a_comment(text, numbers):
+    found = check_text(text)
+    assert [v.number for v in found] == numbers
+    assert [v.line for v in found] == [text[:text.index(n)].count("\n") + 1 for n in numbers]
 
 
 # ------------------------------------------------------------------ generated LaTeX and the PDF

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from matplotlib.collections import QuadMesh
 
 from kernbench.topology import compile_spec, spec_from_dict
 from kernbench.topology import naming as nm
@@ -102,3 +103,24 @@ def test_heatmap_file_type_and_unwritable_path(graph, tmp_path):
     blocker.write_text("")
     with pytest.raises(HeatmapError, match="cannot write the heatmap"):
         write_heatmap(graph, {}, blocker / "x.svg", title="t")
+
+
+C, D = nm.router(0, 0, 0, 0), nm.router(0, 0, 0, 1)
+
+
+@pytest.mark.parametrize(("values", "top"), [
+    ({(A, B): 0.3, (B, A): 0.12}, 30.0),               # the busiest link is drawn
+    ({(A, B): 0.3, (B, A): 0.12, (C, D): 0.4}, 40.0),  # the run's busiest link lies in another cube
+])
+def test_colour_bar_tops_out_at_the_runs_busiest_link(graph, values, top):
+    """A run whose busiest link is far below 100 %: the colour bar spans 0 .. that link's utilisation (in %), the
+    same scale the links are coloured on, so the top of the bar is the darkest stop."""
+    assert graph.has_edge(C, D)
+    fig, info = render_heatmap(graph, values, title="t", scope="cube", sip=0, cube=1)
+    assert info.busiest_run[2] == top / 100
+    _, cax = fig.axes
+    assert cax.get_ylim() == pytest.approx((0.0, top))
+    (bar,) = [c for c in cax.collections if isinstance(c, QuadMesh)]  # the bar's swatch: its norm and colours
+    assert (bar.norm.vmin, bar.norm.vmax) == pytest.approx((0.0, top))
+    drawn = "#" + "".join(f"{round(255 * x):02x}" for x in bar.to_rgba(top)[:3])
+    assert drawn == LINK_COLOURS[-1] == link_colour(top / 100, top / 100)
