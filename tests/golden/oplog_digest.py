@@ -6,7 +6,11 @@ data mode. Running a case hashes everything the simulator produced:
 - ``oplog``: every op record (times as ``float.hex``, component, kind, name, parameters);
 - ``events`` and ``clock``: SimPy events processed and the final simulated time;
 - ``links``: per-wire counters of every wire that carried traffic;
-- ``memory``: in data mode, every byte of device memory the run touched;
+- ``pages`` and ``tensors``: in data mode, the addresses of every page of device memory the run touched, and
+  every tensor's dtype, shape, shard addresses and count of non-finite values, exactly;
+- ``values``: in data mode, a numeric sketch of every tensor's values (``numeric_fingerprint.py``), compared
+  within a tolerance of a few units in the last place of the tensor's dtype, because numpy's BLAS and SIMD
+  kernels differ between CPUs in the last bits (ADR 0029);
 - ``summary``: the ``kernbench run --json`` object, metrics included;
 - ``commands``: every launched kernel re-run on every target PE in command-list mode
   (``tl.record``), its PE commands in order, without their events and callables.
@@ -17,8 +21,8 @@ The committed digests live beside this file in ``digests.json``. Usage::
     python tests/golden/oplog_digest.py --update   # rewrite digests.json (name the model change in the commit)
     nox -s golden [-- --update]                    # the same, in a fresh environment
 
-A digest that moves must come with a commit message (or ADR line) naming the
-model change that moved it; a pure refactor moves none.
+Every other field is exact on every machine. A digest that moves must come with a commit message (or ADR
+line) naming the model change that moved it; a pure refactor moves none.
 """
 
 from __future__ import annotations
@@ -29,16 +33,19 @@ import hashlib
 import json
 import multiprocessing
 import os
-import struct
+import re
 import sys
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numeric_fingerprint as fingerprint  # a sibling file, not an installed module
+
 ROOT = Path(__file__).resolve().parents[2]
 DIGESTS = Path(__file__).with_name("digests.json")
-SCHEMA = 1
+SCHEMA = 2
 DEFAULT = "topologies/topology.yaml"
 SIX_SIP = "topologies/6sip_2x3_torus_2d.yaml"
 
@@ -131,15 +138,28 @@ def digest_links(stats) -> str:
                  float(s.max_wait_ns).hex()] for s in stats)
 
 
-def digest_memory(memory) -> str | None:
-    """SHA-256 over every touched page of device memory (None in timing mode)."""
+def digest_pages(memory) -> str | None:
+    """SHA-256 over the base addresses of the pages of device memory the run touched (None in timing mode)."""
     if memory is None:
         return None
-    h = hashlib.sha256()
-    for base, raw in memory.pages():
-        h.update(struct.pack("<Q", base))
-        h.update(raw)
-    return h.hexdigest()
+    return _sha([base for base, _ in memory.pages()])
+
+
+@dataclass(frozen=True)
+class TensorValues:
+    """One tensor's final values as a golden case keeps them: exact identity, and the numeric sketch."""
+
+    label: str
+    addresses: tuple[int, ...]
+    sketch: dict
+
+    def exact(self) -> list:
+        """Everything exact about the tensor: label, shard addresses and the sketch's exact facts."""
+        return [self.label, list(self.addresses), {k: v for k, v in sorted(self.sketch.items()) if k != "f"}]
+
+
+def _tensor_values(ctx, t) -> TensorValues:
+    return TensorValues(t.label, tuple(addr.encode() for _, addr in t.shards), fingerprint.sketch(ctx.peek(t)))
 
 
 _RUNTIME_ONLY = ("done", "delivered", "compute")  # command fields that hold events and data-mode callables
@@ -157,49 +177,65 @@ def _canon_command(value) -> object:
     return _canon(value)
 
 
-def digest_commands(launches, spec) -> str:
-    """SHA-256 over the command lists ``tl.record`` gives for every target PE of every launch, in order."""
+def command_rows(msg, spec) -> list:
+    """The command lists ``tl.record`` gives for every target PE of one launch, in order, as digest rows. Taken
+    when the launch is submitted, while its tensor arguments are alive (a kernel refuses a freed tensor)."""
     from kernbench.components.launch import program_grid
     from kernbench.tl import record
 
     rows = []
-    for msg in launches:
-        grid = program_grid(msg.targets)
-        for pe, args in msg.targets:
-            pid, nprog = grid[pe]
-            cmds = record(msg.fn, *args, spec=spec, kernel=msg.kernel, pe=pe, program_id=pid, num_programs=nprog)
-            rows.append([msg.kernel, list(pe), [_canon_command(c) for c in cmds]])
-    return _sha(rows)
+    grid = program_grid(msg.targets)
+    for pe, args in msg.targets:
+        pid, nprog = grid[pe]
+        cmds = record(msg.fn, *args, spec=spec, kernel=msg.kernel, pe=pe, program_id=pid, num_programs=nprog)
+        rows.append([msg.kernel, list(pe), [_canon_command(c) for c in cmds]])
+    return rows
 
 
 def run_case(case: Case) -> dict:
     """Run one case in this process and return its digests."""
     from kernbench.runtime.bench import discover, run_bench
+    from kernbench.runtime.context import RuntimeContext
     from kernbench.sim.engine import GraphEngine
     from kernbench.topology import load_topology
 
-    launches = []
-    submit = GraphEngine.submit
+    launches, commands = [], []
+    contexts: list = []
+    tensors: list[TensorValues] = []  # in the order they were freed, then those alive at the end
+    submit, init, free = GraphEngine.submit, RuntimeContext.__init__, RuntimeContext.free
 
     def capture(engine, msg):
         if type(msg).__name__ == "KernelLaunchMsg":
             launches.append(msg)
+            commands.extend(command_rows(msg, engine.graph.spec))
         return submit(engine, msg)
+
+    def capture_init(ctx, *args, **kwargs):
+        init(ctx, *args, **kwargs)
+        contexts.append(ctx)
+
+    def capture_free(ctx, t):
+        if ctx.data and t in ctx._tensors:
+            tensors.append(_tensor_values(ctx, t))
+        free(ctx, t)
 
     saved = {k: os.environ.get(k) for k, _ in case.params}
     os.environ.update(dict(case.params))
-    GraphEngine.submit = capture
+    GraphEngine.submit, RuntimeContext.__init__, RuntimeContext.free = capture, capture_init, capture_free
     try:
         graph = load_topology(ROOT / case.topology)
         result = run_bench(discover().resolve(case.bench), graph, 0, data=case.data)
+        tensors.extend(_tensor_values(ctx, t) for ctx in contexts if ctx.data and not ctx.closed
+                       for t in ctx._tensors)
     finally:
-        GraphEngine.submit = submit
+        GraphEngine.submit, RuntimeContext.__init__, RuntimeContext.free = submit, init, free
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
     engine = result.engine
+    data = engine.memory is not None
     return {
         "ok": result.ok,
         "latency_ns": result.latency_ns,
@@ -208,10 +244,12 @@ def run_case(case: Case) -> dict:
         "events": engine.events,
         "clock": float(engine.now).hex(),
         "links": digest_links(engine.link_stats()),
-        "memory": digest_memory(engine.memory),
+        "pages": digest_pages(engine.memory),
+        "tensors": _sha(t.exact() for t in tensors) if data else None,
+        "values": [t.sketch for t in tensors] if data else None,
         "summary": _sha([_canon(result.to_json())]),
         "launches": len(launches),
-        "commands": digest_commands(launches, graph.spec),
+        "commands": _sha(commands),
     }
 
 
@@ -241,6 +279,34 @@ def load() -> dict[str, dict]:
     return doc["cases"]
 
 
+_TOLERANT = ("values",)  # fields compared within a tolerance (numeric_fingerprint.compare), not by equality
+
+
+def values_differ(want: list | None, got: list | None) -> str | None:
+    """None when two cases' tensor sketches agree within tolerance, else which tensor differs and how."""
+    if want is None or got is None:
+        return None if want is got else f"{'none' if want is None else len(want)} -> " \
+                                        f"{'none' if got is None else len(got)} tensors"
+    if len(want) != len(got):
+        return f"{len(want)} -> {len(got)} tensors"
+    for i, (w, g) in enumerate(zip(want, got, strict=True)):
+        why = fingerprint.compare(w, g)
+        if why:
+            return f"tensor {i}: {why}"
+    return None
+
+
+def numeric_spread(want: dict[str, dict], got: dict[str, dict]) -> dict[str, float]:
+    """Per dtype, the largest relative move of a sketch functional between committed and fresh cases (ADR 0029
+    quotes these for other CPUs' BLAS kernels)."""
+    worst: dict[str, float] = {}
+    for cid, case in got.items():
+        for w, g in zip(want.get(cid, {}).get("values") or [], case.get("values") or [], strict=False):
+            if "f" in w and "f" in g and len(w["f"]) == len(g["f"]):
+                worst[w["dtype"]] = max(worst.get(w["dtype"], 0.0), fingerprint.spread(w, g))
+    return worst
+
+
 _SHOWN = ("ok", "latency_ns", "records", "events", "clock", "launches")  # fields shown by value in a difference
 
 
@@ -253,12 +319,24 @@ def differences(want: dict[str, dict], got: dict[str, dict]) -> list[str]:
         elif cid not in want:
             lines.append(f"{cid}: new case with no committed digest (run with --update)")
         else:
-            fields = [k for k in sorted(set(want[cid]) | set(got[cid])) if want[cid].get(k) != got[cid].get(k)]
+            fields = [k for k in sorted(set(want[cid]) | set(got[cid])) if k not in _TOLERANT
+                      and want[cid].get(k) != got[cid].get(k)]
+            fields += [f"values ({why})" for why in [values_differ(want[cid].get("values"), got[cid].get("values"))]
+                       if why]
             if fields:
                 detail = ", ".join(f"{k}: {want[cid].get(k)!r} -> {got[cid].get(k)!r}" if k in _SHOWN else k
                                    for k in fields)
                 lines.append(f"{cid}: {detail}")
     return lines
+
+
+_NUMBERS = re.compile(r"\[\s*(-?[0-9][-+0-9.e]*(?:,\s*-?[0-9][-+0-9.e]*)*)\s*\]")
+
+
+def dumps(doc: dict) -> str:
+    """``doc`` as indented JSON with every list of numbers on one line (the sketches stay readable)."""
+    text = json.dumps(doc, indent=1)
+    return _NUMBERS.sub(lambda m: "[" + ",".join(x.strip() for x in m.group(1).split(",")) + "]", text) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -273,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.update:
         kept = {} if not args.case else {k: v for k, v in load().items() if args.case not in k}
         merged = dict(sorted({**kept, **got}.items()))
-        DIGESTS.write_text(json.dumps({"schema": SCHEMA, "cases": merged}, indent=1) + "\n")
+        DIGESTS.write_text(dumps({"schema": SCHEMA, "cases": merged}))
         print(f"wrote {len(got)} case digest(s) to {DIGESTS.relative_to(ROOT)}")
         return 0
     want = load()
@@ -282,6 +360,11 @@ def main(argv: list[str] | None = None) -> int:
     diff = differences(want, got)
     for line in diff:
         print(line)
+    spread = numeric_spread(want, got)
+    if spread:
+        print("numeric spread against the committed sketches (largest |change| / magnitude, per dtype): " +
+              ", ".join(f"{dt} {v:.2g} = {v / fingerprint.RTOL[dt]:.2g} of its tolerance"
+                        for dt, v in sorted(spread.items())))
     print(f"{len(got)} case(s): {'all digests match' if not diff else f'{len(diff)} differ'}")
     return 1 if diff else 0
 
