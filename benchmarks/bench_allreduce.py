@@ -6,17 +6,20 @@ Runs the ``ccl-allreduce`` bench in timing mode:
 - on the torus at 64 KiB/PE: the latency per IPCQ buffer kind (tcm, sram, hbm);
 - the wall time of one 6-SIP torus all-reduce at 96 KiB/PE (the whole bench run:
   deployment, process group, collective), median of 3.
-Writes ``benchmarks/results/allreduce.json``. Run: ``python benchmarks/bench_allreduce.py``.
+Writes ``out/benchmarks/allreduce.json`` (``--out FILE``; ``--update-committed`` rewrites the committed
+``benchmarks/results/allreduce.json`` that docs/collectives.md quotes). Run: ``python benchmarks/bench_allreduce.py``.
 """
 
 from __future__ import annotations
 
-import json
+import argparse
 import os
 import statistics
 import sys
 import time
 from pathlib import Path
+
+from _output import add_output_options, output_path, write_result
 
 from kernbench.runtime.bench import discover, run_bench
 from kernbench.topology import load_topology
@@ -36,7 +39,11 @@ def _run(info, graph, nbytes: int, kind: str = "tcm") -> tuple[float, float]:
     return r.metrics["allreduce_ns"], wall
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_output_options(ap, "allreduce.json")
+    args = ap.parse_args(argv)
+    path = output_path(args, "allreduce.json")
     info = discover().resolve("ccl-allreduce")
     graphs = {t: load_topology(ROOT / "topologies" / f"6sip_2x3_{t}.yaml") for t in TOPOLOGIES}
     latency = {t: {n: _run(info, graphs[t], n)[0] for n in SIZES} for t in TOPOLOGIES}
@@ -45,7 +52,7 @@ def main() -> int:
     out = {"command": "python benchmarks/bench_allreduce.py", "bytes_per_pe": list(SIZES),
            "latency_ns": latency, "torus_64k_by_buffer_kind_ns": kinds,
            "torus_96k_wall_s": statistics.median(walls)}
-    (ROOT / "benchmarks" / "results" / "allreduce.json").write_text(json.dumps(out, indent=2) + "\n")
+    write_result(path, out)
     print(f"{'bytes/PE':>9} " + " ".join(f"{t:>16}" for t in TOPOLOGIES))
     for n in SIZES:
         print(f"{n:>9} " + " ".join(f"{latency[t][n]:>16.1f}" for t in TOPOLOGIES))

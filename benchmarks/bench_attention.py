@@ -1,7 +1,8 @@
 """Attention speed: long-context decode, the four decode partitionings, and the headline panels.
 
 Four measurements, all in timing mode on ``topologies/topology.yaml``, written to
-``benchmarks/results/attention.json``:
+``out/benchmarks/attention.json`` (``--out FILE``; ``--update-committed`` rewrites the committed
+``benchmarks/results/attention.json`` that docs/attention.md quotes):
 
 1. ``single_pe_bench``: the ``gqa-decode-single-pe`` bench at S_kv = 131072 (128K), G = 8, d = 64,
    64-key tiles, for each of its variants: wall time of the whole bench run and the simulated
@@ -30,6 +31,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _output import add_output_options, output_path, write_result
 
 from kernbench.benches.attention import gqa_decode
 from kernbench.benches.gqa_headline import PANELS, run_panel
@@ -89,10 +91,12 @@ def headline(graph) -> dict:
     return out
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-partitions-128k", action="store_true", help="measure the four partitionings at 4K only")
-    args = parser.parse_args()
+    add_output_options(parser, "attention.json")
+    args = parser.parse_args(argv)
+    path = output_path(args, "attention.json")
     graph = load_topology(ROOT / "topologies" / "topology.yaml")
     results: dict = {"command": "python benchmarks/bench_attention.py", "targets": {"long_context_wall_s": 60.0,
                                                                                     "headline_panel_wall_s": 5.0}}
@@ -115,8 +119,7 @@ def main() -> int:
     for name, row in results["headline"].items():
         print(f"headline {name}: {row['timing']['latency_ns']:.1f} ns, wall {row['timing']['wall_s']:.2f} s "
               f"(timing) / {row['data']['wall_s']:.2f} s (data)", flush=True)
-    path = ROOT / "benchmarks" / "results" / "attention.json"
-    path.write_text(json.dumps(results, indent=2) + "\n")
+    write_result(path, results)
     ok = long["cube_sp_pe_sp"]["wall_s"] < 60.0 and long["cube_sp_pe_sp"]["latency_ns"] < long["single_pe"][
         "latency_ns"] and all(v["wall_s"] < 60.0 for v in results["single_pe_bench"]["results"].values()) and all(
         row[m]["wall_s"] < 5.0 for row in results["headline"].values() for m in ("timing", "data"))

@@ -9,7 +9,8 @@ Usage::
     python benchmarks/bench_budgets.py            # all benches and studies (about 10 minutes on 2 cores)
     python benchmarks/bench_budgets.py --no-studies
 
-The result is written to ``benchmarks/results/budgets.json`` (``--out``).
+The result is written to ``out/benchmarks/budgets.json`` (``--out FILE``; ``--update-committed`` rewrites the
+committed ``benchmarks/results/budgets.json``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import json
 import sys
 import time
 from pathlib import Path
+
+from _output import add_output_options, output_path, write_result
 
 from kernbench.sim.engine import GraphEngine
 from kernbench.sim.limits import DEFAULT_MAX_EVENTS, DEFAULT_MAX_RECORDS, DEFAULT_MAX_SIM_NS, Limits
@@ -85,11 +88,12 @@ def run_studies() -> list[dict]:
     return rows
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--no-studies", action="store_true", help="benches only")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "budgets.json"))
-    args = ap.parse_args()
+    add_output_options(ap, "budgets.json")
+    args = ap.parse_args(argv)
+    path = output_path(args, "budgets.json")
     rows = run_benches() + ([] if args.no_studies else run_studies())
     largest = {k: max(rows, key=lambda r: r[k]) for k in KEYS}
     budgets = {"events": DEFAULT_MAX_EVENTS, "sim_ns": DEFAULT_MAX_SIM_NS, "records": DEFAULT_MAX_RECORDS}
@@ -97,8 +101,7 @@ def main() -> int:
               "largest": {k: {"value": largest[k][k], "run": largest[k]["run"],
                               "share_of_default_budget": round(largest[k][k] / budgets[k], 4)} for k in KEYS},
               "default_budgets": budgets, "runs": rows}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    write_result(path, result, indent=1)
     print(json.dumps(result["largest"], indent=1))
     ok = all(v["share_of_default_budget"] < 0.25 for v in result["largest"].values())
     print("every shipped run is below a quarter of each default budget" if ok else "A RUN COMES NEAR A BUDGET")

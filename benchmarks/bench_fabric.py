@@ -1,6 +1,8 @@
 """Simulator-speed benchmark: fabric events vs bare SimPy, probe wall time, compile time.
 
-Run with ``nox -s benchmarks`` (or ``python benchmarks/bench_fabric.py``). All
+Run with ``nox -s benchmarks`` (or ``python benchmarks/bench_fabric.py``; the result goes to
+``out/benchmarks/fabric.json``, ``--out FILE`` elsewhere, ``--update-committed`` to the committed
+``benchmarks/results/fabric.json``). All
 figures are medians of several repeats measured in the same process, so the
 engine is compared with a bare SimPy loop on the same machine and load.
 Targets (issue #2): engine wall time per SimPy event <= 3x a bare ``timeout``
@@ -11,13 +13,13 @@ cached) < 1 s.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
 from pathlib import Path
 
 import simpy
+from _output import add_output_options, output_path, write_result
 
 from kernbench.cli.probe import run_probe
 from kernbench.components import default_registry
@@ -59,12 +61,13 @@ def fabric_workload(graph, nbytes: int) -> tuple[float, int, float]:
     return time.perf_counter() - t, eng.events, eng.now
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--nbytes", type=int, default=65536)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fabric.json"))
-    args = ap.parse_args()
+    add_output_options(ap, "fabric.json")
+    args = ap.parse_args(argv)
+    path = output_path(args, "fabric.json")
 
     load_topology(TOPOLOGY)  # make sure the mesh cache exists
     compile_s = statistics.median(_timed(lambda: load_topology(TOPOLOGY)) for _ in range(args.repeats))
@@ -92,8 +95,7 @@ def main() -> int:
         "compile_default_cached_s": compile_s,
         "targets": {"ratio_engine_to_bare": 3.0, "probe_wall_s": 5.0, "compile_default_cached_s": 1.0},
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    write_result(path, result)
     for k, v in result.items():
         print(f"{k:28s} {v}")
     ok = (result["ratio_engine_to_bare"] <= 3.0 and probe_s < 5.0 and compile_s < 1.0)

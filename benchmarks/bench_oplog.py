@@ -16,10 +16,12 @@ in CPython), and measures the memory the log holds with ``tracemalloc`` (or, wit
 Usage::
 
     python benchmarks/bench_oplog.py                      # 1,000,000 records, columnar and objects
-    python benchmarks/bench_oplog.py --records 10000000 --method rss --out benchmarks/results/oplog_10m.json
+    python benchmarks/bench_oplog.py --records 10000000 --method rss --out out/benchmarks/oplog_10m.json
                                                           # the 10-million-record target, resident memory
 
-The result is written to ``benchmarks/results/oplog.json`` (``--out``).
+The result is written to ``out/benchmarks/oplog.json`` (``--out FILE``; ``--update-committed`` rewrites the
+committed ``benchmarks/results/oplog.json``; the committed 10-million-record figure is
+``--out benchmarks/results/oplog_10m.json``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import sys
 import time
 import tracemalloc
 from pathlib import Path
+
+from _output import add_output_options, output_path, write_result
 
 from kernbench.runtime.bench import discover, run_bench
 from kernbench.sim.oplog import OpLog, OpRecord
@@ -110,15 +114,16 @@ def measure(n: int, rows: list[tuple], layout: str, method: str) -> dict:
             "fill_wall_s": round(wall, 2), "projected_10M_records_gib": round(held / n * TARGET_RECORDS / (1 << 30), 3)}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--baseline", action=argparse.BooleanOptionalAction, default=None,
                     help="also measure the one-object-per-record layout (default: when --records <= 2,000,000)")
     ap.add_argument("--method", choices=("tracemalloc", "rss"), default="tracemalloc",
                     help="how memory is measured (default: %(default)s; rss is faster for 10 million records)")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "oplog.json"))
-    args = ap.parse_args()
+    add_output_options(ap, "oplog.json")
+    args = ap.parse_args(argv)
+    path = output_path(args, "oplog.json")
     baseline = args.records <= 2_000_000 if args.baseline is None else args.baseline
 
     rows = sample_records()
@@ -131,9 +136,8 @@ def main() -> int:
     col = result["columnar"]
     result["target"] = {"records": TARGET_RECORDS, "bytes": TARGET_BYTES,
                         "met": col["bytes_per_record"] * TARGET_RECORDS < TARGET_BYTES}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
+    write_result(path, result)
     return 0 if result["target"]["met"] else 1
 
 

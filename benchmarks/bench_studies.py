@@ -10,8 +10,10 @@ private cache (``KERNBENCH_CACHE_DIR``) and output folder under a temporary dire
 - ``report_first_s``: ``kernbench report`` right after the cold run (figures, generated LaTeX, latexmk);
 - ``warm_rebuild_s``: ``kernbench study all --jobs 2`` then ``kernbench report`` again with nothing changed.
 
-Writes ``benchmarks/results/studies.json``. Run: ``python benchmarks/bench_studies.py`` (``--skip-jobs1`` leaves
-out the single-worker run, ``--speedup-only`` runs only the two gemm+allreduce runs and writes nothing). The
+Writes ``out/benchmarks/studies.json`` (``--out FILE``; ``--update-committed`` rewrites the committed
+``benchmarks/results/studies.json`` the README quotes). Run: ``python benchmarks/bench_studies.py``
+(``--skip-jobs1`` leaves out the single-worker run, ``--speedup-only`` runs only the two gemm+allreduce runs and
+writes nothing). The
 machine's other load shows in these numbers: the JSON records the load average before each cold run and the CPU
 seconds the command and its workers used (a parallel run on free cores uses about as much CPU as the serial one in
 half the wall time).
@@ -20,7 +22,6 @@ half the wall time).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import subprocess
@@ -28,6 +29,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _output import add_output_options, output_path, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,12 +56,14 @@ def _load() -> float:
     return os.getloadavg()[0]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skip-jobs1", action="store_true", help="skip the cold --jobs 1 run")
     ap.add_argument("--speedup-only", action="store_true",
                     help="only the two cold gemm+allreduce runs (--jobs 2, --jobs 1); print, write nothing")
-    opts = ap.parse_args()
+    add_output_options(ap, "studies.json")
+    opts = ap.parse_args(argv)
+    path = output_path(opts, "studies.json")
     out: dict = {"command": "python benchmarks/bench_studies.py", "cpu_count": os.cpu_count(), "runs": {}}
     with tempfile.TemporaryDirectory(prefix="kb-bench-studies-") as tmp:
         tmp = Path(tmp)
@@ -102,9 +107,7 @@ def main() -> int:
         print(f"speed-up --jobs 2 vs --jobs 1: {out['speedup_jobs2_vs_jobs1']:.2f}x")
     out["report_first_s"] = runs["report_first"]["wall_s"]
     out["warm_rebuild_s"] = runs["warm_rebuild"]["wall_s"]
-    path = ROOT / "benchmarks" / "results" / "studies.json"
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"wrote {path.relative_to(ROOT)}")
+    write_result(path, out)
     return 0
 
 

@@ -11,13 +11,13 @@ Measures, on this machine:
 - a cold start: launching Chromium, then the first page until ready.
 
 The target is a ready page in under 3 s. Needs Debian's chromium and chromium-driver and selenium.
-Writes ``out/benchmarks/web.json``. Run: ``python benchmarks/bench_web.py [--repeat N]``.
+Writes ``out/benchmarks/web.json`` (``--out FILE``; ``--update-committed`` rewrites the committed
+``benchmarks/results/web.json`` the README quotes). Run: ``python benchmarks/bench_web.py [--repeat N]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _output import add_output_options, output_path, write_result
 
 from kernbench.cli.web import ViewerServer, ViewerState, export_viewer
 from kernbench.cli.web.model import load_links
@@ -73,11 +75,11 @@ def series(d, url: str, repeat: int) -> dict:
             "wall_s_median": statistics.median(wall), "wall_s_max": max(wall)}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5, help="page loads per case (default: %(default)s)")
-    ap.add_argument("--out", default=str(ROOT / "out" / "benchmarks" / "web.json"), help="result file")
-    args = ap.parse_args()
+    add_output_options(ap, "web.json")
+    args = ap.parse_args(argv)
     t = time.perf_counter()
     graph = load_topology(TORUS)
     compile_s = time.perf_counter() - t
@@ -116,9 +118,7 @@ def main() -> int:
             loaded.stop()
     out.update(command="python benchmarks/bench_web.py", repeat=args.repeat, target_s=TARGET_S,
                machine=f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
-    path = Path(args.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2) + "\n")
+    path = write_result(output_path(args, "web.json"), out)
     print(f"{out['topology']}: {out['nodes']} nodes, {out['links']} links; graph JSON {out['graph_json_bytes']:,} B "
           f"built in {payload_s:.2f} s (compile {compile_s:.2f} s)")
     print(f"  cold: Chromium started in {out['browser_start_s']:.2f} s, first page (with links) ready "

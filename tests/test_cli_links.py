@@ -25,14 +25,17 @@ def gemm_links(tmp_path_factory):
     return path, proc.stdout
 
 
-def test_run_writes_one_record_per_directed_edge_and_prints_the_top(gemm_links):
+def test_run_writes_the_links_that_carried_traffic_and_prints_the_top(gemm_links):
     path, stdout = gemm_links
     graph = load_topology(DEFAULT_TOPOLOGY)
     data = json.loads(path.read_text())
-    assert data["schema"] == "kernbench.links/1"
+    assert data["schema"] == "kernbench.links/2" and data["edges"] == len(graph.edges)
     assert data["run"]["bench"] == "gemm-single-pe" and data["run"]["device"] == 0
     assert data["run"]["topology_file"] == "builtin:default" and data["run"]["topology"] == graph.spec.name
-    assert [(r["src"], r["dst"], r["kind"]) for r in data["links"]] == [(e.src, e.dst, e.kind) for e in graph.edges]
+    order = [graph.edge_index(r["src"], r["dst"]) for r in data["links"]]
+    assert order == sorted(order) and len(set(order)) == len(order)  # graph edge order, each link once
+    assert data["links"] and all(r["bytes"] > 0 and r["packets"] > 0 and r["busy_ns"] > 0 for r in data["links"])
+    assert all(r["kind"] == graph.edge(r["src"], r["dst"]).kind for r in data["links"])
     keys = {"src", "dst", "kind", "bw_gbs", "latency_ns", "bytes", "packets", "messages", "busy_ns", "utilisation",
             "max_wait_ns"}
     assert all(set(r) == keys for r in data["links"])
@@ -85,8 +88,8 @@ def test_malformed_and_mismatched_links_files(gemm_links, tmp_path, capsys, monk
     moved.write_text(json.dumps(data))
     assert "which does not exist here; pass --topology YAML" in error("links", str(moved), "--heatmap",
                                                                       str(tmp_path / "x.svg"))
-    assert ("was recorded on another topology (ahbm-default): it has 10334 links but topology "
-            "'ahbm-6sip-ring-1d' has 30998") in error("links", str(path), "--heatmap", str(tmp_path / "x.svg"),
+    assert ("was recorded on another topology (ahbm-default): it was recorded on a topology of 10334 links but "
+            "topology 'ahbm-6sip-ring-1d' has 30998") in error("links", str(path), "--heatmap", str(tmp_path / "x.svg"),
                                                       "--topology", "topologies/6sip_2x3_ring_1d.yaml")
     assert "must end in .svg, .png or .pdf" in error("links", str(path), "--heatmap", str(tmp_path / "x.gif"))
 

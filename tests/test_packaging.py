@@ -37,10 +37,18 @@ def _requirement_name(req: str) -> str:
     return re.split(r"[\s<>=!~;\[]", req, maxsplit=1)[0].lower()
 
 
+def _type_checking(node: ast.If) -> bool:
+    """``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): imports under it never run, like those in a function."""
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
 def _imports(path: Path) -> list[tuple[str, bool, int]]:
     """(imported dotted module, at module level?, line) for each import in the file."""
     tree = ast.parse(path.read_text(), str(path))
-    top = {id(n) for n in tree.body} | {id(n) for s in tree.body if isinstance(s, ast.If) for n in s.body}
+    top = {id(n) for n in tree.body} | {id(n) for s in tree.body if isinstance(s, ast.If) and not _type_checking(s)
+                                        for n in s.body}
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -77,10 +85,12 @@ def test_every_import_is_a_declared_dependency(name):
 
 def test_the_scan_sees_an_undeclared_import(tmp_path):
     sample = tmp_path / "m.py"
-    sample.write_text("import os\nimport numpy as np\n\ndef f():\n    import dask.distributed\n")
+    sample.write_text("import os\nimport numpy as np\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                      "    import matplotlib\n\ndef f():\n    import dask.distributed\n")
     found = [(m, top) for m, top, _ in _imports(sample)]
-    assert found == [("os", True), ("numpy", True), ("dask.distributed", False)]
-    assert [_distribution(m) for m, _ in found] == [None, "numpy", "dask"]
+    assert found == [("os", True), ("numpy", True), ("typing", True), ("matplotlib", False),
+                     ("dask.distributed", False)]
+    assert [_distribution(m) for m, _ in found] == [None, "numpy", None, "matplotlib", "dask"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)
@@ -116,3 +126,78 @@ def test_sibling_requirements_admit_the_siblings_versions():
                 lo, hi = re.search(r">=([\d.]+),<([\d.]+)", req).groups()
                 as_tuple = [tuple(int(x) for x in v.split(".")) for v in (lo, versions[dep], hi)]
                 assert as_tuple[0] <= as_tuple[1] < as_tuple[2], f"{name} requires {req}, {dep} is {versions[dep]}"
+
+
+# ------------------------------------------------------------------ the drawing extra and the packaging session
+
+
+def test_drawing_is_an_extra_of_the_topology_compiler():
+    """kernbench-topology alone brings no matplotlib; the packages that draw ask for its `draw` extra."""
+    topology = _project("kernbench-topology")
+    assert "matplotlib" not in {_requirement_name(r) for r in topology["dependencies"]}
+    assert [_requirement_name(r) for r in topology["optional-dependencies"]["draw"]] == ["matplotlib"]
+    for name in ("kernbench-benches", "kernbench"):
+        (req,) = [r for r in _project(name)["dependencies"] if _requirement_name(r) == "kernbench-topology"]
+        assert req.startswith("kernbench-topology[draw]"), f"{name} draws but requires {req}"
+
+
+@pytest.fixture(scope="module")
+def noxfile_module():
+    """The repository's noxfile as a module, loaded once (nox registers its sessions on import)."""
+    pytest.importorskip("nox")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("kernbench_noxfile_under_test", ROOT / "noxfile.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def noxfile(noxfile_module, monkeypatch, tmp_path):
+    """The noxfile with its build step a no-op and its temporary folders inside ``tmp_path / "temp"``."""
+    import tempfile
+
+    monkeypatch.setattr(noxfile_module, "build", lambda session: None)
+    monkeypatch.setattr(noxfile_module, "SDIST_TESTED", ())  # nothing was built, so there are no sdists to unpack
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    return noxfile_module, temp
+
+
+class _Session:
+    """Just enough of ``nox.Session`` for the packaging session; ``fail_at`` makes that ``run`` call raise."""
+
+    def __init__(self, fail_at: int | None = None) -> None:
+        self.calls = 0
+        self.fail_at = fail_at
+
+    def run(self, *args, **kwargs):
+        self.calls += 1
+        if self.calls == self.fail_at:
+            raise RuntimeError(f"step {self.calls} failed")
+
+    def chdir(self, path):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def log(self, *args):
+        pass
+
+    def error(self, message):
+        raise RuntimeError(message)
+
+
+@pytest.mark.parametrize("fail_at", [None, 1, 4])
+def test_the_packaging_session_removes_its_temporary_folder(noxfile, fail_at):
+    module, temp = noxfile
+    session = _Session(fail_at)
+    if fail_at is None:
+        module.packaging(session)
+    else:
+        with pytest.raises(RuntimeError, match=f"step {fail_at} failed"):
+            module.packaging(session)
+    assert session.calls >= (fail_at or 10)
+    assert list(temp.iterdir()) == []

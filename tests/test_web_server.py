@@ -346,7 +346,8 @@ def test_export_writes_only_the_viewer_files(cli, files, tmp_path):
     assert text.startswith("window.KERNBENCH_DATA = ") and text.endswith(";\n")
     data = json.loads(text[len("window.KERNBENCH_DATA = "):-2])
     assert data["graph"]["topology"]["name"] == "ahbm-default" and data["initial"] == {"view": "cube"}
-    assert data["run"]["bench"] == "gemm-single-pe" and data["links"]["schema"] == "kernbench.links/1"
+    assert data["run"]["bench"] == "gemm-single-pe" and data["links"]["schema"] == "kernbench.links/2"
+    assert data["links"]["links"] == json.loads(files[1].read_text())["links"]  # the links with traffic, all of them
 
 
 def test_ipv6_loopback_is_served_and_checked(graph):

@@ -93,7 +93,7 @@ def results_page(repo: Path) -> str:
     report = read_links(repo / LINKS)
     sips = load_spec(repo / TORUS).system.sips.count
     top = report.busiest(1)[0]
-    used = sum(1 for r in report.links if r.bytes)
+    used = len(report.traffic())
     run_cmd = _cmd(RUN_CMD, f"CCL_BYTES={CCL_BYTES} ")
     return "\n".join([
         NOTE,
@@ -101,7 +101,7 @@ def results_page(repo: Path) -> str:
         f"{sips} SIPs in "
         f"{run['metrics']['allreduce_ns']:.1f} ns (the whole run, deployment included, ends at "
         f"{report.window_ns:.1f} ns, the window of every utilisation below). Of the topology's "
-        f"{len(report.links):,} directed links, {used:,} carried bytes.\n",
+        f"{report.edges:,} directed links, {used:,} carried bytes.\n",
         f"```console\n$ {_cmd(TRAY_CMD)}\n{table.rstrip()}\n```\n",
         f"The busiest link of the run is `{top.src} → {top.dst}` ({top.kind}, {100 * top.utilisation:.1f} % busy, "
         f"{top.bytes:,} bytes in {top.packets:,} packets): the host deploying every rank's tensor before the "

@@ -19,7 +19,7 @@ from kernbench.benches.studies.report.grounding import check_sections, check_tex
 from kernbench.topology.errors import KernbenchError
 
 ROOT = Path(__file__).resolve().parents[3]
-REPORT = ROOT / "report"
+REPORT = build.PACKAGED_SOURCE  # the report's LaTeX sources: package data of kernbench-benches
 TOPOLOGIES = ROOT / "topologies"
 
 

@@ -8,6 +8,7 @@ a control message is a sideband (one message, 0 bytes); utilisation is busy time
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -17,7 +18,9 @@ import pytest
 from kernbench.sim import Component, ComponentRegistry, MemoryReadMsg, MemoryWriteMsg
 from kernbench.sim.links import (
     SCHEMA,
+    LinkRecord,
     LinksFileError,
+    carried_traffic,
     format_top,
     link_records,
     link_report,
@@ -81,21 +84,49 @@ def test_control_messages_count_as_messages_and_carry_no_bytes(make_engine, test
     tr = eng.send_control(req, path, None)
     assert tr.nbytes == 0
     eng.run()
-    recs = {(r.src, r.dst): r for r in link_records(eng)}
+    recs = {(r.src, r.dst): r for r in link_records(eng, include_idle=True)}
     cpu = recs[("sip0.io0.io_noc", "sip0.io0.io_cpu")]
     assert (cpu.bytes, cpu.packets, cpu.messages, cpu.busy_ns, cpu.utilisation) == (0, 0, 1, 0.0, 0.0)
     host = recs[("tray.host_cpu", "fabric.switch0")]
     assert (host.bytes, host.messages) == (64, 2)  # the write and the control message
+    # a wire that saw only the control message did not carry traffic: it is left out like an idle one
+    assert not carried_traffic(cpu) and carried_traffic(host)
+    used = {(r.src, r.dst) for r in link_records(eng)}
+    assert ("sip0.io0.io_noc", "sip0.io0.io_cpu") not in used and ("tray.host_cpu", "fabric.switch0") in used
+    assert used == {k for k, r in recs.items() if r.bytes > 0}
 
 
-def test_every_edge_is_reported_with_idle_ones_at_zero(make_engine, small_graph, resolver):
+def test_carrying_traffic_means_bytes_crossed_the_link():
+    def rec(nbytes, packets, messages, busy):
+        return LinkRecord("a", "b", "k", 1.0, 1.0, nbytes, packets, messages, busy, busy / 100, 0.0)
+
+    assert carried_traffic(rec(64, 1, 1, 0.5))
+    assert not carried_traffic(rec(0, 0, 3, 0.0))  # control messages only: a sideband, no bytes, never busy
+    assert not carried_traffic(rec(0, 0, 0, 0.0))
+
+
+def test_in_the_fabric_model_bytes_packets_and_busy_time_agree_on_every_link(make_engine, resolver):
+    """bytes > 0, packets > 0 and busy_ns > 0 pick the same links, so the one rule (bytes) loses nothing."""
+    eng = make_engine()
+    eng.submit(MemoryReadMsg(resolver.hbm_addr(0, 2, 3), 5000))
+    eng.submit(MemoryWriteMsg(resolver.hbm_addr(0, 1, 0), 300))
+    eng.run()
+    every = link_records(eng, include_idle=True)
+    assert any(r.bytes for r in every) and any(not r.bytes for r in every)
+    assert all((r.bytes > 0) == (r.packets > 0) == (r.busy_ns > 0) == carried_traffic(r) for r in every)
+
+
+def test_the_report_holds_the_links_with_traffic_and_counts_every_edge(make_engine, small_graph, resolver):
     eng = make_engine()
     eng.submit(MemoryWriteMsg(resolver.hbm_addr(0, 0, 1), 512))
     eng.run()
     report = link_report(eng, {"bench": "unit"})
-    assert [(r.src, r.dst) for r in report.links] == [(e.src, e.dst) for e in small_graph.edges]
-    idle = [r for r in report.links if not r.messages]
+    every = link_records(eng, include_idle=True)
+    assert [(r.src, r.dst) for r in every] == [(e.src, e.dst) for e in small_graph.edges]
+    idle = [r for r in every if not r.messages]
     assert idle and all(r.bytes == r.packets == 0 and r.busy_ns == r.utilisation == 0.0 for r in idle)
+    assert report.links == report.traffic() == tuple(r for r in every if r.bytes > 0)
+    assert 0 < len(report.links) < len(small_graph.edges) == report.edges
     assert report.window_ns == eng.now and report.run["bench"] == "unit"
     assert report.run["topology"] == small_graph.spec.name
     assert report.fabric == {"flit_bytes": 256, "packet_bytes": 4096, "control_bytes": 64}
@@ -137,7 +168,25 @@ def test_links_file_round_trip(make_engine, resolver, tmp_path):
     assert data["schema"] == SCHEMA and data["units"]["utilisation"] == "busy_ns / window_ns"
     back = read_links(path)
     assert back.links == report.links and back.window_ns == report.window_ns and back.run == dict(report.run)
+    assert back.edges == report.edges == len(eng.graph.edges) == data["edges"]
+    assert [(r["src"], r["dst"]) for r in data["links"]] == [(r.src, r.dst) for r in link_records(eng)]
+    assert all(r["bytes"] > 0 for r in data["links"])
     assert back.title == f"rt on {eng.spec.name} (device 0)"
+
+
+def test_a_version_1_file_with_every_edge_still_reads(make_engine, resolver):
+    """Files written before ``kernbench.links/2`` list every edge and have no ``edges``; they read as before."""
+    eng = make_engine()
+    eng.submit(MemoryReadMsg(resolver.hbm_addr(0, 2, 3), 5000))
+    eng.run()
+    data = link_report(eng).to_json()
+    every = link_records(eng, include_idle=True)
+    data.update(schema="kernbench.links/1", links=[dataclasses.asdict(r) for r in every])
+    del data["edges"]
+    old = parse_links(data, "old.json")
+    assert old.edges == len(every) == len(eng.graph.edges)
+    assert old.traffic() == tuple(link_records(eng)) and old.busiest() == link_report(eng).busiest()
+    assert [r["src"] for r in old.to_json()["links"]] == [r.src for r in link_records(eng)]
 
 
 def _valid(make_engine, resolver):
@@ -157,6 +206,8 @@ def _valid(make_engine, resolver):
     (lambda d: d["links"][2].update(packets=True), "links[2].packets is True"),
     (lambda d: d["links"].append(dict(d["links"][0])), "is listed twice"),
     (lambda d: d.update(fabric={"flit_bytes": -3}), "fabric must be an object"),
+    (lambda d: d.pop("edges"), "edges is None"),
+    (lambda d: d.update(edges=2), "edges is 2; expected the topology's number of directed edges, at least the"),
 ])
 def test_malformed_links_data_names_the_field_and_the_fix(make_engine, resolver, mutate, needle):
     data = _valid(make_engine, resolver)

@@ -77,6 +77,19 @@ def test_auto_scope_opens_the_sip_of_the_busiest_link_and_defaults_follow_it(gra
     assert info.drawn == sum(1 for e in graph.edges if e.kind not in hidden | {"pe_internal"})
 
 
+def test_the_links_with_traffic_are_counted_in_the_run_and_in_the_picture(graph, tmp_path):
+    """The caller gives a value to each link that carried traffic; the info and the subtitle count them, and
+    how many of them this scope draws."""
+    other = nm.router(0, 0, 0, 0), nm.router(0, 0, 0, 1)  # cube 0: outside a picture of cube 1
+    values = {(A, B): 0.5, (B, A): 0.1, other: 0.2}
+    out = tmp_path / "cube1.svg"
+    info = write_heatmap(graph, values, out, title="t", scope="cube", sip=0, cube=1)
+    assert (info.traffic, info.traffic_drawn) == (3, 2)
+    assert f"SIP 0, cube 1, {info.drawn} links drawn (2 of the 3 with traffic)" in out.read_text()
+    _, whole = render_heatmap(graph, values, title="t", scope="system")
+    assert (whole.traffic, whole.traffic_drawn) == (3, 3)
+
+
 def test_the_same_data_gives_the_same_svg(graph, tmp_path):
     a, b = tmp_path / "a.svg", tmp_path / "b.svg"
     for p in (a, b):

@@ -1,11 +1,19 @@
 """Per-link results of a run: the links file (``kernbench run --links FILE``), its reader and the top table.
 
-Every directed edge of the graph gets one :class:`LinkRecord` with the
+A directed edge of the graph is described by a :class:`LinkRecord` with the
 counters its :class:`~kernbench.sim.fabric.Wire` kept: bytes and packets of
 payload that crossed it, messages (transfers, control messages included)
 that entered it, ``busy_ns`` (first flit start to last flit end, summed over
 packets), the worst queueing delay a packet saw before it could start
 (``max_wait_ns``), and ``utilisation = busy_ns / window_ns``.
+
+**Which links carried traffic** is decided here, once, by
+:func:`carried_traffic`: a link carried traffic when bytes crossed it
+(``bytes > 0``). In the fabric model that is the same as ``packets > 0`` and
+as ``busy_ns > 0``; a link that saw only control messages counts them in
+``messages`` but carried no bytes and was never busy, so it did not carry
+traffic. The links file, :func:`link_records`, :meth:`LinksReport.busiest`,
+the web viewer's count and the heatmap's count all use this one rule.
 
 The run window is the whole simulated run, from time 0 to the engine's
 clock when the report is taken (deployment included), so every busy
@@ -16,17 +24,23 @@ or a read reply carries its payload, cut into packets of at most
 (launches, commands, acks, credits) are a sideband and carry 0 bytes, so
 they count in ``messages`` only. There are no separate header bytes.
 
-The file is JSON (schema ``kernbench.links/1``)::
+The file is JSON (schema ``kernbench.links/2``)::
 
-    {"schema": "kernbench.links/1",
+    {"schema": "kernbench.links/2",
      "run": {"bench": ..., "device": ..., "topology": ..., "topology_file": ...},
      "window_ns": 34543.5,
      "fabric": {"flit_bytes": 256, "packet_bytes": 4096, "control_bytes": 64},
+     "edges": 10334,
      "units": {...},
      "links": [{"src": ..., "dst": ..., "kind": ..., "bw_gbs": ..., "latency_ns": ..., "bytes": ...,
                 "packets": ..., "messages": ..., "busy_ns": ..., "utilisation": ..., "max_wait_ns": ...}, ...]}
 
-Links are listed in graph edge order, one per line.
+``links`` holds the links that carried traffic, in graph edge order, one per
+line; every other edge of the topology was idle or saw control messages
+only. ``edges`` is the topology's number of directed edges, so a reader can
+say "N of M links" and check the file against a topology. The reader also
+accepts ``kernbench.links/1`` files, which list every edge (idle ones with
+zeros) and have no ``edges`` field.
 """
 
 from __future__ import annotations
@@ -37,17 +51,33 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from os import PathLike
 from pathlib import Path
+from typing import Protocol
 
 from kernbench.topology.errors import KernbenchError
 
-SCHEMA = "kernbench.links/1"
+SCHEMA = "kernbench.links/2"
+#: Schemas the reader accepts: ``/1`` listed every edge of the topology, ``/2`` only the links with traffic.
+READABLE_SCHEMAS = ("kernbench.links/1", SCHEMA)
 UNITS = {"bw_gbs": "GB/s", "latency_ns": "ns", "bytes": "B", "packets": "1", "messages": "1", "busy_ns": "ns",
          "utilisation": "busy_ns / window_ns", "max_wait_ns": "ns", "window_ns": "ns"}
 REGENERATE = "regenerate it with `kernbench run --bench NAME --links FILE`"
 
 
 class LinksFileError(KernbenchError):
-    """A links file is unreadable, not JSON, or does not follow the ``kernbench.links/1`` schema."""
+    """A links file is unreadable, not JSON, or does not follow the ``kernbench.links`` schema."""
+
+
+class _Counted(Protocol):
+    bytes: int
+
+
+def carried_traffic(link: _Counted) -> bool:
+    """Whether a link carried traffic: bytes crossed it. The one rule every count of "links that carried traffic"
+    uses (links file, ``link_stats()``, the busiest-links table, the web viewer, the heatmap).
+
+    ``link`` is anything with a ``bytes`` counter: a :class:`LinkRecord` or the engine's ``LinkStats``. A link
+    that saw only control messages (a sideband of 0 bytes that occupies no bandwidth) did not carry traffic."""
+    return link.bytes > 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,16 +104,26 @@ class LinkRecord:
 
 @dataclass(frozen=True)
 class LinksReport:
-    """Every link of one run, the run window (ns) and what the run was.
+    """The links of one run, the run window (ns) and what the run was.
 
     ``run`` holds free-form provenance (bench, device, topology name and
-    file); ``fabric`` the packet geometry the counts follow.
+    file); ``fabric`` the packet geometry the counts follow; ``edges`` the
+    number of directed edges of the topology (left out, it is the number of
+    ``links``: a report that lists every edge). ``links`` holds the links
+    that carried traffic when the report comes from :func:`link_report` or a
+    ``/2`` file, and every edge when it comes from a ``/1`` file; use
+    :meth:`traffic` for the links that carried traffic either way.
     """
 
     run: Mapping[str, object]
     window_ns: float
     fabric: Mapping[str, int]
     links: tuple[LinkRecord, ...] = field(repr=False)
+    edges: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.edges is None:
+            object.__setattr__(self, "edges", len(self.links))
 
     @property
     def title(self) -> str:
@@ -94,11 +134,15 @@ class LinksReport:
         text = str(bench) + (f" on {topo}" if topo else "")
         return text + (f" (device {device})" if device is not None else "")
 
+    def traffic(self) -> tuple[LinkRecord, ...]:
+        """The links that carried traffic (:func:`carried_traffic`), in edge order."""
+        return tuple(r for r in self.links if carried_traffic(r))
+
     def busiest(self, n: int | None = None) -> list[LinkRecord]:
         """Links that carried traffic, busiest first: utilisation, then bytes, then messages (ties keep edge
         order); at most ``n``."""
-        order = {(r.src, r.dst): i for i, r in enumerate(self.links)}
-        used = [r for r in self.links if r.bytes or r.messages]
+        used = list(self.traffic())
+        order = {(r.src, r.dst): i for i, r in enumerate(used)}
         used.sort(key=lambda r: (-r.utilisation, -r.bytes, -r.messages, order[(r.src, r.dst)]))
         return used if n is None else used[:n]
 
@@ -107,22 +151,22 @@ class LinksReport:
         return {(r.src, r.dst): r for r in self.links}
 
     def to_json(self) -> dict:
-        """The documented JSON object (schema ``kernbench.links/1``)."""
+        """The documented JSON object (schema ``kernbench.links/2``) with the links that carried traffic."""
         return {"schema": SCHEMA, "run": dict(self.run), "window_ns": self.window_ns, "fabric": dict(self.fabric),
-                "units": UNITS, "links": [asdict(r) for r in self.links]}
+                "edges": self.edges, "units": UNITS, "links": [asdict(r) for r in self.traffic()]}
 
 
 def link_records(engine, include_idle: bool = False) -> list[LinkRecord]:
     """The engine's per-wire counters as :class:`LinkRecord`, utilisation over ``[0, engine.now]``.
 
-    Only links that carried traffic (bytes or control messages) by default;
+    Only links that carried traffic (:func:`carried_traffic`) by default;
     every graph edge with ``include_idle``; graph edge order either way.
     """
     window = float(engine.now)
     graph = engine.graph
     out = []
     for s in engine.link_stats(include_idle=True):
-        if not (include_idle or s.bytes or s.messages):  # control-only wires carried messages: keep them
+        if not (include_idle or carried_traffic(s)):
             continue
         e = graph.edge(s.src, s.dst)
         out.append(LinkRecord(s.src, s.dst, s.kind, e.bw_gbs, e.latency_ns, s.bytes, s.packets, s.messages,
@@ -131,24 +175,25 @@ def link_records(engine, include_idle: bool = False) -> list[LinkRecord]:
 
 
 def link_report(engine, run: Mapping[str, object] | None = None) -> LinksReport:
-    """A :class:`LinksReport` of every edge of the engine's graph, as the run stands now."""
+    """A :class:`LinksReport` of the links of the engine's graph that carried traffic, as the run stands now."""
     spec = engine.spec
     info = {"topology": spec.name, "topology_file": str(spec.source) if spec.source else None, **(run or {})}
     fabric = {"flit_bytes": engine.flit_bytes, "packet_bytes": engine.packet_bytes,
               "control_bytes": engine.control_bytes}
-    return LinksReport(info, float(engine.now), fabric, tuple(link_records(engine, include_idle=True)))
+    return LinksReport(info, float(engine.now), fabric, tuple(link_records(engine)), len(engine.graph.edges))
 
 
 def write_links(report: LinksReport, path: str | PathLike[str]) -> Path:
-    """Write ``report`` as JSON to ``path`` (parents created), one link per line; returns the path."""
+    """Write ``report`` as JSON to ``path`` (parents created): the links that carried traffic, one per line;
+    returns the path."""
     out = Path(path)
     data = report.to_json()
     links = data.pop("links")
     head = json.dumps(data, allow_nan=False)[:-1]
-    body = ",\n".join(json.dumps(r, allow_nan=False) for r in links)
+    body = "".join(f"\n{json.dumps(r, allow_nan=False)}," for r in links)[:-1]
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(f'{head}, "links": [\n{body}\n]}}\n', encoding="utf-8")
+        out.write_text(f'{head}, "links": [{body}\n]}}\n', encoding="utf-8")
     except OSError as exc:
         raise LinksFileError(f"cannot write the links file {out}: {exc.strerror or exc}; choose a writable path "
                              f"for --links") from None
@@ -177,7 +222,7 @@ def parse_links(data: object, where: str = "links data") -> LinksReport:
 
     if not isinstance(data, dict):
         raise bad(f"expected a JSON object with \"schema\": \"{SCHEMA}\", got {type(data).__name__}")
-    if data.get("schema") != SCHEMA:
+    if data.get("schema") not in READABLE_SCHEMAS:
         raise bad(f"schema is {data.get('schema')!r}, expected {SCHEMA!r} (is this a links file?)")
     window = data.get("window_ns")
     if not _number(window, False):
@@ -210,7 +255,14 @@ def parse_links(data: object, where: str = "links data") -> LinksReport:
         if (r.src, r.dst) in seen:
             raise bad(f"the link {r.label} is listed twice")
         seen.add((r.src, r.dst))
-    return LinksReport(run, float(window), fabric, tuple(records))
+    if data["schema"] == SCHEMA:
+        edges = data.get("edges")
+        if not _number(edges, True) or edges < len(records):
+            raise bad(f"edges is {edges!r}; expected the topology's number of directed edges, at least the "
+                      f"{len(records)} links listed")
+    else:  # a /1 file lists every edge of its topology
+        edges = len(records)
+    return LinksReport(run, float(window), fabric, tuple(records), edges)
 
 
 def read_links(path: str | PathLike[str]) -> LinksReport:
@@ -231,12 +283,13 @@ def read_links(path: str | PathLike[str]) -> LinksReport:
 
 
 def check_topology(report: LinksReport, graph, where: str) -> None:
-    """:class:`LinksFileError` unless ``report`` was recorded on ``graph``: one record per edge of it."""
+    """:class:`LinksFileError` unless ``report`` was recorded on ``graph``: every link it lists is an edge of
+    ``graph`` and the topology it was recorded on had as many edges."""
     missing = [r for r in report.links if not graph.has_edge(r.src, r.dst)]
-    if missing or len(report.links) != len(graph.edges):
+    if missing or report.edges != len(graph.edges):
         what = (f"{len(missing)} of its links are not in topology {graph.spec.name!r} (e.g. {missing[0].label})"
-                if missing else f"it has {len(report.links)} links but topology {graph.spec.name!r} has "
-                                f"{len(graph.edges)}")
+                if missing else f"it was recorded on a topology of {report.edges} links but topology "
+                                f"{graph.spec.name!r} has {len(graph.edges)}")
         raise LinksFileError(f"{where} was recorded on another topology ({report.run.get('topology', '?')}): "
                              f"{what}; pass the topology the run used with --topology")
 
@@ -258,5 +311,5 @@ def format_top(records: Sequence[LinkRecord], title: str, window_ns: float) -> s
     return "\n".join(lines)
 
 
-__all__ = ["SCHEMA", "LinkRecord", "LinksFileError", "LinksReport", "check_topology", "format_top", "link_records",
-           "link_report", "parse_links", "read_links", "write_links"]
+__all__ = ["READABLE_SCHEMAS", "SCHEMA", "LinkRecord", "LinksFileError", "LinksReport", "carried_traffic",
+           "check_topology", "format_top", "link_records", "link_report", "parse_links", "read_links", "write_links"]

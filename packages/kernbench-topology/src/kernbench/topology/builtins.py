@@ -79,15 +79,32 @@ REPO_FILES = {DEFAULT: "topology.yaml"}
 def topologies_folder(start: str | Path) -> Path:
     """A folder of the shipped topologies under their repository names (``topology.yaml``,
     ``6sip_2x3_torus_2d.yaml``, ...): the repository's ``topologies/`` above ``start`` when there is one (a
-    clone; its files are the editable source), else a fresh temporary folder holding the packaged copies (an
-    unpacked sdist or an installed wheel)."""
+    clone; its files are the editable source), else a folder in the user cache directory holding the packaged
+    copies (an unpacked sdist or an installed wheel).
+
+    The cache folder is named by a digest of the packaged files, so every run of the same installed version
+    reuses one folder (nothing is left behind per run) and another version gets its own; a file that is
+    missing or differs from the packaged copy is rewritten atomically, so concurrent runs agree.
+    """
     for parent in Path(start).resolve().parents:
         candidate = parent / "topologies"
         if (candidate / "topology.yaml").is_file():
             return candidate
-    import tempfile
+    import hashlib
 
-    folder = Path(tempfile.mkdtemp(prefix="kernbench-topologies-"))
-    for name in names():
-        (folder / REPO_FILES.get(name, f"{name}.yaml")).write_text(text(name), encoding="utf-8")
+    from kernbench.topology.files import atomic_write_text, cache_root
+
+    files = {REPO_FILES.get(name, f"{name}.yaml"): text(name) for name in names()}
+    digest = hashlib.sha256()
+    for fname, body in sorted(files.items()):
+        digest.update(f"{fname}\0{len(body)}\0".encode() + body.encode())
+    folder = cache_root() / "topologies" / digest.hexdigest()[:16]
+    try:
+        for fname, body in files.items():
+            path = folder / fname
+            if not path.is_file() or path.read_text(encoding="utf-8") != body:
+                atomic_write_text(path, body)
+    except OSError as exc:
+        raise SpecError(f"cannot write the shipped topologies into {folder}: {exc.strerror or exc}; set "
+                        f"KERNBENCH_CACHE_DIR to a writable folder") from None
     return folder

@@ -10,6 +10,11 @@ carries its label along its top edge instead of its centre).
 Rendering uses matplotlib's object API (``Figure`` + the SVG canvas), never
 pyplot's global state, so it is safe to call from any thread or backend.
 Output is deterministic: the same graph gives byte-identical files.
+
+matplotlib is the optional ``draw`` extra of ``kernbench-topology`` (the
+compiler alone does not need it): it is imported only when something is
+drawn, and :func:`require_matplotlib` turns its absence into a one-line
+:class:`DrawingUnavailableError` naming the extra to install.
 """
 
 from __future__ import annotations
@@ -22,13 +27,32 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kernbench.topology.errors import SpecError
+from kernbench.topology.errors import KernbenchError, SpecError
 from kernbench.topology.graph import TopologyGraph, View, ViewEdge, ViewNode
 
 if TYPE_CHECKING:  # matplotlib is imported on first use, so `import kernbench.topology` stays fast
     from matplotlib.figure import Figure
 
-__all__ = ["box_colour", "emit_diagrams", "render_view"]
+__all__ = ["DRAW_EXTRA", "DrawingUnavailableError", "box_colour", "emit_diagrams", "render_view",
+           "require_matplotlib"]
+
+#: What to install for diagrams and heatmaps: the extra that brings matplotlib.
+DRAW_EXTRA = "kernbench-topology[draw]"
+
+
+class DrawingUnavailableError(KernbenchError):
+    """A diagram or heatmap was asked for, but matplotlib (the ``draw`` extra) is not installed."""
+
+
+def require_matplotlib() -> None:
+    """Return quietly when matplotlib can be imported; otherwise raise :class:`DrawingUnavailableError` saying
+    which extra to install. Every drawing entry point calls it before its first matplotlib import."""
+    try:
+        import matplotlib  # noqa: F401  (imported for its presence only)
+    except ImportError:
+        raise DrawingUnavailableError(
+            f"drawing diagrams and heatmaps needs matplotlib, which is not installed; install it with "
+            f"pip install '{DRAW_EXTRA}' (the kernbench command and kernbench-benches bring it)") from None
 
 # Fill colours per ViewNode.kind; unknown kinds get a stable colour from _FALLBACK.
 _KIND_COLOURS = {
@@ -261,6 +285,7 @@ def render_view(view: View) -> Figure:
     Links between two routers are labelled once per distinct (distance,
     bandwidth); every other link carries its own label.
     """
+    require_matplotlib()
     from matplotlib.backends.backend_svg import FigureCanvasSVG
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
@@ -412,7 +437,8 @@ def emit_diagrams(graph: TopologyGraph, out_dir: str | Path, views: Iterable[str
     per distinct (length, bandwidth); every other link has its own label.
     Files are byte-identical across runs for the same graph.
 
-    Raises :class:`SpecError` for an unknown view name (listing the valid ones).
+    Raises :class:`SpecError` for an unknown view name (listing the valid ones) and
+    :class:`DrawingUnavailableError` when matplotlib is not installed.
     """
     if views is None:
         names = list(graph.spec.emit_views)
@@ -425,6 +451,7 @@ def emit_diagrams(graph: TopologyGraph, out_dir: str | Path, views: Iterable[str
     if unknown:
         raise SpecError(f"unknown diagram view(s) {', '.join(repr(n) for n in unknown)}; "
                         f"valid views are: {', '.join(graph.views)}")
+    require_matplotlib()
     from matplotlib import rc_context
 
     out = Path(out_dir)

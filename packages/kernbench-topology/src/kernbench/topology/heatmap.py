@@ -13,18 +13,22 @@ fabric model, so their utilisation is always 0.
 
 The same colour scale is used by the ``kernbench web`` viewer
 (:func:`link_colour`). Rendering uses matplotlib's object API (no pyplot),
-imported on first use; SVG output is deterministic.
+imported on first use; SVG output is deterministic. matplotlib comes with the
+``draw`` extra of ``kernbench-topology``; without it the drawing functions
+raise :class:`~kernbench.topology.diagrams.DrawingUnavailableError` naming that
+extra, while :func:`link_colour` and the constants need nothing.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernbench.topology import naming as nm
+from kernbench.topology.diagrams import require_matplotlib
 from kernbench.topology.errors import KernbenchError
 from kernbench.topology.graph import Edge, TopologyGraph
 
@@ -76,6 +80,10 @@ class HeatmapInfo:
     ``busiest_run`` is the busiest link of all the values given, ``busiest_drawn``
     the busiest link inside the scope (the one labelled on the figure);
     each is ``(src, dst, value)`` or None when nothing carried traffic.
+    ``traffic`` is the number of links given a value (the caller gives one to
+    each link that carried traffic and to no other), ``traffic_drawn`` how
+    many of them this picture draws (the rest lie outside the scope, or are
+    of a kind the scope does not draw).
     """
 
     scope: str
@@ -85,6 +93,8 @@ class HeatmapInfo:
     busiest_run: tuple[str, str, float] | None
     busiest_drawn: tuple[str, str, float] | None
     path: Path | None = None
+    traffic: int = 0
+    traffic_drawn: int = 0
 
 
 def _busiest(values: Mapping[tuple[str, str], float], graph: TopologyGraph,
@@ -182,6 +192,7 @@ def render_heatmap(graph: TopologyGraph, values: Mapping[tuple[str, str], float]
     link lies between SIPs). A missing ``sip``/``cube`` defaults to where the busiest link is. ``details``
     adds text to the busiest link's label. Returns the figure and a :class:`HeatmapInfo`.
     """
+    require_matplotlib()
     from matplotlib.collections import LineCollection
     from matplotlib.colors import LinearSegmentedColormap, Normalize
     from matplotlib.figure import Figure
@@ -208,6 +219,7 @@ def render_heatmap(graph: TopologyGraph, values: Mapping[tuple[str, str], float]
     top_run = _busiest(values, graph)
     drawn_keys = {(e.src, e.dst) for e in edges}
     top_drawn = _busiest(values, graph, lambda e: (e.src, e.dst) in drawn_keys)
+    traffic_drawn = sum(1 for k in values if k in drawn_keys)
 
     w_in = 10.0
     h_in = min(max(w_in * (y1 - y0) / (x1 - x0), 4.0), 11.0)
@@ -261,7 +273,8 @@ def render_heatmap(graph: TopologyGraph, values: Mapping[tuple[str, str], float]
 
     where = {"system": "whole tray", "sip": f"SIP {sip}", "cube": f"SIP {sip}, cube {cube}"}[scope]
     head = f"Link utilisation: {title}"
-    text_lines = ["; ".join(p for p in (f"{where}, {len(edges)} links drawn", subtitle) if p)]
+    counts = f"{where}, {len(edges)} links drawn ({traffic_drawn} of the {len(values)} with traffic)"
+    text_lines = ["; ".join(p for p in (counts, subtitle) if p)]
     if top_run:
         text_lines.append(f"busiest link of the run: {top_run[0]} → {top_run[1]} ({100 * top_run[2]:.1f} %)")
     # the header hangs from the top edge by fixed distances (inches), so a short figure (a tray of SIPs in one
@@ -283,12 +296,13 @@ def render_heatmap(graph: TopologyGraph, values: Mapping[tuple[str, str], float]
                     bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": "#24292f",
                           "alpha": 0.92},
                     arrowprops={"arrowstyle": "->", "color": "#24292f", "linewidth": 1.0})
-    return fig, HeatmapInfo(scope, sip, cube, len(edges), top_run, top_drawn)
+    return fig, HeatmapInfo(scope, sip, cube, len(edges), top_run, top_drawn, None, len(values), traffic_drawn)
 
 
 def write_heatmap(graph: TopologyGraph, values: Mapping[tuple[str, str], float], path: str | Path, **kwargs) -> \
         HeatmapInfo:
     """Render :func:`render_heatmap` to ``path`` (format from the suffix: .svg, .png or .pdf; parents created)."""
+    require_matplotlib()
     from matplotlib import rc_context
 
     out = Path(path)
@@ -304,7 +318,7 @@ def write_heatmap(graph: TopologyGraph, values: Mapping[tuple[str, str], float],
         except OSError as exc:
             raise HeatmapError(f"cannot write the heatmap {out}: {exc.strerror or exc}; choose a writable path") \
                 from None
-    return HeatmapInfo(info.scope, info.sip, info.cube, info.drawn, info.busiest_run, info.busiest_drawn, out)
+    return replace(info, path=out)
 
 
 __all__ = ["HIDDEN_KINDS", "IDLE_COLOUR", "LINK_COLOURS", "SCOPES", "HeatmapError", "HeatmapInfo", "link_colour",

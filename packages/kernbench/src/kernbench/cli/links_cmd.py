@@ -3,7 +3,10 @@
 The links file comes from ``kernbench run … --links FILE`` (see
 :mod:`kernbench.sim.links`). ``--heatmap out.svg`` draws it on the topology
 the run used (read from the file, or ``--topology``) with
-:mod:`kernbench.topology.heatmap`.
+:mod:`kernbench.topology.heatmap`: the links that carried traffic
+(:func:`~kernbench.sim.links.carried_traffic`, the rule the links file and
+the web viewer count with) are coloured by utilisation, every other link is
+idle grey.
 """
 
 from __future__ import annotations
@@ -49,9 +52,11 @@ def topology_of(report: LinksReport, topology: str | None, where: str) -> Topolo
 
 def draw(report: LinksReport, graph: TopologyGraph, out: str, scope: str = "auto", sip: int | None = None,
          cube: int | None = None) -> HeatmapInfo:
-    """Write the heatmap of ``report`` on ``graph`` to ``out``."""
-    values = {(r.src, r.dst): r.utilisation for r in report.links if r.utilisation > 0}
-    details = {(r.src, r.dst): f"{r.bytes:,} B in {r.packets:,} packets ({r.kind})" for r in report.links}
+    """Write the heatmap of ``report`` on ``graph`` to ``out``: one value (utilisation) per link that carried
+    traffic, so ``HeatmapInfo.traffic`` is the same count as the links file's and the viewer's."""
+    used = report.traffic()
+    values = {(r.src, r.dst): r.utilisation for r in used}
+    details = {(r.src, r.dst): f"{r.bytes:,} B in {r.packets:,} packets ({r.kind})" for r in used}
     sub = f"run window {report.window_ns / 1000:.2f} µs"
     return write_heatmap(graph, values, out, title=report.title, scope=scope, sip=sip, cube=cube, details=details,
                          subtitle=sub)
@@ -76,5 +81,6 @@ def run_links(args: argparse.Namespace) -> int:
                  "cube": f"SIP {info.sip} cube {info.cube}"}[info.scope]
         busiest = (f"; busiest link shown: {info.busiest_drawn[0]} → {info.busiest_drawn[1]} "
                    f"({100 * info.busiest_drawn[2]:.1f} %)") if info.busiest_drawn else "; no link carried traffic"
-        print(f"heatmap of {where} ({info.drawn} links) written to {info.path}{busiest}")
+        print(f"heatmap of {where} ({info.drawn} links drawn; {info.traffic_drawn} of the {info.traffic} links "
+              f"that carried traffic) written to {info.path}{busiest}")
     return 0

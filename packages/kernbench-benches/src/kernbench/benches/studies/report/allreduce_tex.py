@@ -10,7 +10,7 @@ from kernbench.benches.studies.results import select
 TOPOLOGIES = {"ring_1d": "Ring", "torus_2d": "Torus", "mesh_2d_no_wrap": "Mesh"}
 KINDS = {"tcm": "Tcm", "sram": "Sram", "hbm": "Hbm"}
 #: The earlier report's all-reduce figures (../shared/seeds/extracted/docs/report/1H-codesign-paper/sections/
-#: 04-allreduce.tex), typeset by report/reference/seed-claims.tex: torus latency at its largest payload (ns), how
+#: 04-allreduce.tex), typeset by tex/reference/seed-claims.tex: torus latency at its largest payload (ns), how
 #: much faster the torus was than mesh and ring there, and TCM/HBM/SRAM ring latencies at 64 KiB per PE (ns).
 SEED_TORUS_MAX_NS = 28840.0
 SEED_TORUS_VS = {"mesh": 0.25, "ring": 0.19}

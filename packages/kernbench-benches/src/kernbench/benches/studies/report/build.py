@@ -1,21 +1,32 @@
 """Building the report: figures and generated LaTeX from results, then ``latexmk`` into a PDF, all under ``out/``.
 
+The report's hand-written LaTeX (``main.tex``, ``sections/``, ``reference/``)
+is package data of kernbench-benches, in the ``tex/`` folder beside this
+module (:data:`PACKAGED_SOURCE`): an installed ``kernbench report`` finds it
+from any folder, and in a clone the same folder is the one to edit (there is
+no second copy). ``--source DIR`` builds from another copy.
+
 Layout (``OUT`` defaults to ``out/report``)::
 
-    OUT/tex/main.tex, OUT/tex/sections/*.tex   copies of report/ (our prose)
+    OUT/tex/main.tex, OUT/tex/sections/*.tex   copies of the report sources (our prose)
     OUT/tex/generated/*.tex, numbers.json       numbers, claims, captions, tables, hardware table
     OUT/tex/figures/*.pdf                       figures drawn from results.json
     OUT/build/kernbench-codesign-report.pdf     latexmk's output (its aux files beside it)
 
 Every file is written only when its bytes change, so a rebuild with nothing
-changed leaves latexmk nothing to do. The source tree is only read.
+changed leaves latexmk nothing to do. The sources are only read. A build
+that fails leaves no empty folder behind (:func:`no_empty_folders_on_failure`);
+files it wrote, such as latexmk's log, stay for reading.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +43,12 @@ from kernbench.benches.studies.results import write_if_changed
 JOBNAME = "kernbench-codesign-report"
 DEFAULT_OUT = Path("out") / "report"
 DEFAULT_STUDIES = Path("out") / "studies"
-DEFAULT_SOURCE = Path("report")
+#: The report sources shipped in this package (``main.tex``, ``sections/``, ``reference/``).
+PACKAGED_SOURCE = Path(__file__).resolve().parent / "tex"
+#: What ``kernbench report --source`` defaulted to before the sources became package data: a folder named
+#: ``report`` that holds no ``main.tex`` means the packaged sources (see :func:`source_dir`).
+LEGACY_DEFAULT_SOURCE = Path("report")
+DEFAULT_SOURCE: Path | None = None
 HARDWARE_TOPOLOGY = "topology.yaml"
 TEX_PACKAGES = "latexmk texlive-latex-recommended texlive-latex-extra texlive-science"
 INSTALL_HINT = f"apt-get update && apt-get install -y {TEX_PACKAGES} (Debian/Ubuntu; .ci/run does this)"
@@ -81,13 +97,25 @@ def _appendix(nums: Numbers) -> str:
     return "\n".join(lines) + "\n"
 
 
+def origin(provenance: dict) -> str:
+    """Where a study's results came from, as the report says it: ``at commit <sha>`` for a run in a git clone,
+    else the installed kernbench-benches version that ran it (never "commit none")."""
+    commit = provenance.get("git_commit")
+    if commit:
+        return f"at commit {commit[:12]}"
+    version = (provenance.get("packages") or {}).get("kernbench-benches")
+    if version and version != "not installed":
+        return f"from the installed kernbench-benches {version} (not a git clone)"
+    return "from installed packages (not a git clone)"
+
+
 def _provenance(nums: Numbers, docs: dict[str, dict]) -> None:
     for name, doc in docs.items():
         tag = _camel(name)
         prov = doc["provenance"]
         src = f"out/studies/{name}/results.json: provenance"
         nums.text(f"kb{tag}Command", doc["command"], f"{src} (command)")
-        nums.text(f"kb{tag}Commit", (prov.get("git_commit") or "none")[:12], f"{src}.git_commit")
+        nums.text(f"kb{tag}Origin", origin(prov), f"{src}.git_commit, else .packages (kernbench-benches)")
         nums.text(f"kb{tag}Source", prov["source_sha256"][:12], f"{src}.source_sha256")
         nums.count(f"kb{tag}Points", len(doc["points"]), f"out/studies/{name}/results.json: points")
         nums.plain(f"kb{tag}CpuSeconds", sum(prov["run"]["point_wall_s"]),
@@ -121,23 +149,68 @@ def _platform(nums: Numbers, topology_dir: Path, docs: dict[str, dict]) -> str:
     return hardware_table(spec, src)
 
 
-def generate(studies_dir: Path = DEFAULT_STUDIES, source: Path = DEFAULT_SOURCE, out: Path = DEFAULT_OUT,
+def source_dir(source: str | Path | None = DEFAULT_SOURCE) -> Path:
+    """The folder of report sources to build from: ``source`` when given (it must hold ``main.tex``), else the
+    sources shipped in this package. ``report``, the command line's old default, means the packaged sources
+    unless a ``report/main.tex`` exists where the command runs."""
+    if source is None:
+        return PACKAGED_SOURCE
+    path = Path(source)
+    if (path / "main.tex").is_file():
+        return path
+    if path == LEGACY_DEFAULT_SOURCE:
+        return PACKAGED_SOURCE
+    raise StudyError(f"{path}/main.tex does not exist; pass --source DIR naming a folder of report sources "
+                     f"(main.tex, sections/), or leave it out to use the sources installed with kernbench-benches")
+
+
+def _walk_folders(top: Path) -> set[Path]:
+    """``top`` and every folder below it (nothing when ``top`` is not a folder)."""
+    if not top.is_dir():
+        return set()
+    return {top} | {Path(d) / n for d, names, _ in os.walk(top) for n in names}
+
+
+@contextlib.contextmanager
+def no_empty_folders_on_failure(out: str | Path) -> Iterator[None]:
+    """Run the body; when it raises, remove the folders it created under (and including) ``out`` that are still
+    empty, deepest first, then re-raise. Folders that existed before, and any file written (a latexmk log to
+    read), stay."""
+    out = Path(out)
+    top = out
+    while not top.parent.exists() and top.parent != top:  # the highest folder this run would create
+        top = top.parent
+    before = _walk_folders(top)
+    try:
+        yield
+    except BaseException:
+        for folder in sorted(_walk_folders(top) - before, key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only succeeds when empty
+        raise
+
+
+def generate(studies_dir: Path = DEFAULT_STUDIES, source: Path | None = DEFAULT_SOURCE, out: Path = DEFAULT_OUT,
              topology_dir: Path = Path("topologies")) -> Generated:
-    """Write the figures, generated LaTeX and copies of the report sources under ``out/tex``."""
-    source, out, studies_dir = Path(source), Path(out), Path(studies_dir)
-    if not (source / "main.tex").is_file():
-        raise StudyError(f"{source}/main.tex does not exist; run from the repository root or pass --source DIR")
+    """Write the figures, generated LaTeX and copies of the report sources (``source``, default the packaged
+    ones: :func:`source_dir`) under ``out/tex``; a failure leaves no empty folder it created."""
+    source, out, studies_dir = source_dir(source), Path(out), Path(studies_dir)
+    with no_empty_folders_on_failure(out):
+        return _generate(studies_dir, source, out, Path(topology_dir))
+
+
+def _generate(studies_dir: Path, source: Path, out: Path, topology_dir: Path) -> Generated:
+    docs: dict[str, dict] = {}
+    for name in study_names():  # every results file is read before anything is written
+        docs[name] = res.load(studies_dir / name / res.RESULTS_JSON)
+        if docs[name]["study"] != name:
+            raise StudyError(f"{studies_dir / name / res.RESULTS_JSON} holds study {docs[name]['study']!r}, not "
+                             f"{name!r}; regenerate it with `kernbench study {name}`")
     tex = out / "tex"
     try:
         (tex / "generated").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StudyError(f"cannot write the report under {out}: {exc.strerror or exc}; pass --out DIR") from None
-    docs: dict[str, dict] = {}
-    for name in study_names():
-        docs[name] = res.load(studies_dir / name / res.RESULTS_JSON)
-        if docs[name]["study"] != name:
-            raise StudyError(f"{studies_dir / name / res.RESULTS_JSON} holds study {docs[name]['study']!r}, not "
-                             f"{name!r}; regenerate it with `kernbench study {name}`")
     for doc in docs.values():
         render_study(doc, tex / "figures", ("pdf",), topology_dir)
     render_topology(topology_dir, tex / "figures", ("pdf",))
@@ -199,13 +272,14 @@ def build_pdf(gen: Generated, out: Path = DEFAULT_OUT) -> Path:
     failure)."""
     exe = latexmk()
     build = (Path(out) / "build").resolve()
-    build.mkdir(parents=True, exist_ok=True)
-    cmd = [exe, "-pdf", "-interaction=nonstopmode", "-halt-on-error", "-file-line-error", f"-jobname={JOBNAME}",
-           f"-outdir={build}", gen.main.name]
-    proc = subprocess.run(cmd, cwd=gen.tex_dir, capture_output=True, text=True, check=False)
-    pdf = build / f"{JOBNAME}.pdf"
-    if proc.returncode != 0 or not pdf.is_file():
-        errors = [ln for ln in proc.stdout.splitlines() if ln.startswith(("!", "./", "main.tex:"))][-5:]
-        raise StudyError(f"latexmk failed (exit {proc.returncode}); see {build / (JOBNAME + '.log')}: "
-                         f"{' | '.join(errors) or proc.stderr.strip()[-300:]}")
+    with no_empty_folders_on_failure(build):
+        build.mkdir(parents=True, exist_ok=True)
+        cmd = [exe, "-pdf", "-interaction=nonstopmode", "-halt-on-error", "-file-line-error",
+               f"-jobname={JOBNAME}", f"-outdir={build}", gen.main.name]
+        proc = subprocess.run(cmd, cwd=gen.tex_dir, capture_output=True, text=True, check=False)
+        pdf = build / f"{JOBNAME}.pdf"
+        if proc.returncode != 0 or not pdf.is_file():
+            errors = [ln for ln in proc.stdout.splitlines() if ln.startswith(("!", "./", "main.tex:"))][-5:]
+            raise StudyError(f"latexmk failed (exit {proc.returncode}); see {build / (JOBNAME + '.log')}: "
+                             f"{' | '.join(errors) or proc.stderr.strip()[-300:]}")
     return pdf

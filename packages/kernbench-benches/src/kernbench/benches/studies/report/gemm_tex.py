@@ -8,7 +8,7 @@ from kernbench.benches.studies.results import one, select
 
 TOLERANCE = 0.15
 #: The earlier report's GEMM tile (M, K, N) and the fill caps it quoted for the Cube, SmallM and SmallK shapes
-#: (../shared/seeds/extracted/docs/report/1H-codesign-paper/sections/03-gemm.tex); report/reference/seed-claims.tex
+#: (../shared/seeds/extracted/docs/report/1H-codesign-paper/sections/03-gemm.tex); tex/reference/seed-claims.tex
 #: typesets the caps.
 SEED_TILE = (32, 64, 32)
 SEED_CAPS = {"Cube": 0.5, "SmallM": 0.25, "SmallK": 0.125}

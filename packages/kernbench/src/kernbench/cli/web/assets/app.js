@@ -102,8 +102,12 @@
     }
     if (links) {
       const run = links.run || {};
-      box.appendChild(el("p", {}, "Links of " + (run.bench || "a run") + " on " + (run.topology || "?") +
-        ": window " + fmt(links.window_ns, 1) + " ns, " + links.links.length + " links carried traffic."));
+      // links.links holds exactly the links that carried traffic (bytes > 0), as the links file does
+      const total = links.edges || S.data.graph.topology.edges;
+      box.appendChild(el("p", { id: "links-count" }, "Links of " + (run.bench || "a run") + " on " +
+        (run.topology || "?") + ": window " + fmt(links.window_ns, 1) + " ns, " +
+        links.links.length.toLocaleString("en-US") + " of " + total.toLocaleString("en-US") +
+        " links carried traffic."));
       const busiest = links.links.slice().sort((a, b) => b.utilisation - a.utilisation || b.bytes - a.bytes)[0];
       if (busiest) box.appendChild(el("p", { id: "busiest" }, "Busiest: " + busiest.src + " \u2192 " + busiest.dst +
         " (" + (100 * busiest.utilisation).toFixed(1) + " %)"));
