@@ -15,6 +15,7 @@ order.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -160,9 +161,28 @@ def collect(pending: dict, key: int, reports) -> bool:
     return entry[0] == 0
 
 
+def check_kernel(kernel: str, fn: Callable) -> None:
+    """:class:`MessageError` unless ``fn`` can be a kernel body: a generator or ``async def`` function would only
+    build a generator or coroutine when the PE calls it, run none of its body, and "finish" in 0 ns."""
+    try:
+        body = inspect.unwrap(fn)
+    except ValueError:  # a __wrapped__ cycle: nothing to look through
+        body = fn
+    name = getattr(body, "__qualname__", type(body).__name__)
+    if inspect.isgeneratorfunction(body) or inspect.isasyncgenfunction(body):
+        raise MessageError(f"kernel launch {kernel!r}: {name} is a generator function (its body contains yield), so "
+                           f"calling it would run nothing; write the kernel as a plain def without yield")
+    if inspect.iscoroutinefunction(body):
+        raise MessageError(f"kernel launch {kernel!r}: {name} is an async def function, so calling it would only "
+                           f"create a coroutine and run nothing; write the kernel as a plain def (tl calls wait for "
+                           f"the simulator by themselves)")
+
+
 def _start_launch(engine, req) -> None:
-    """Check the targets, then send one :class:`SipLaunch` per SIP from the host to that SIP's IO_CPU."""
+    """Check the kernel and the targets, then send one :class:`SipLaunch` per SIP from the host to that SIP's
+    IO_CPU."""
     msg: KernelLaunchMsg = req.msg
+    check_kernel(msg.kernel, msg.fn)
     if not msg.targets:
         raise MessageError(f"kernel launch {msg.kernel!r} has no target PEs")
     pes = [t[0] for t in msg.targets]

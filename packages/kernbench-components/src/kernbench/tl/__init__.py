@@ -9,14 +9,14 @@ would issue without simulating time.
 from importlib import metadata as _metadata
 
 from kernbench.tl.build import DescriptorTooLarge
-from kernbench.tl.context import TLContext, record
+from kernbench.tl.context import ScratchScope, TLContext, record
 from kernbench.tl.issue import KernelHost
 from kernbench.tl.scratch import ScratchOverflowError
-from kernbench.tl.tensors import TensorArg, TensorHandle, TLError
+from kernbench.tl.tensors import TensorArg, TensorHandle, TensorLease, TLError
 
 __all__ = [
-    "DescriptorTooLarge", "KernelHost", "ScratchOverflowError", "TLContext", "TLError", "TensorArg",
-    "TensorHandle", "record",
+    "DescriptorTooLarge", "KernelHost", "ScratchOverflowError", "ScratchScope", "TLContext", "TLError", "TensorArg",
+    "TensorHandle", "TensorLease", "record",
 ]
 
 __version__ = _metadata.version("kernbench-components")

@@ -127,7 +127,7 @@ class CompositeBuilder:
 
     def _composite_operand(self, h, name: str) -> TensorHandle:
         """A head operand: owned, loaded (a pending lazy load is awaited) and physically addressed."""
-        h = self.ctx.ref(h) if isinstance(h, TensorArg) else h
+        h = self.ctx._ref("composite", h) if isinstance(h, TensorArg) else h
         if not isinstance(h, TensorHandle):
             raise TLError(f"tl.composite: operand {name!r} must be a tensor, got {type(h).__name__}")
         self.ctx._own(h)
@@ -157,7 +157,7 @@ class CompositeBuilder:
         if out is None:
             self.ctx._dtype(out_dtype)
             return self.ctx._new(shape, out_dtype)
-        ho = self.ctx.ref(out) if isinstance(out, TensorArg) else out
+        ho = self.ctx._ref("composite", out) if isinstance(out, TensorArg) else out
         if not isinstance(ho, TensorHandle):
             raise TLError(f"tl.composite: out must be a tensor, got {type(ho).__name__}")
         self.ctx._own(ho)

@@ -24,8 +24,9 @@ command completes; f16 arithmetic is done in f32 and rounded.
 
 from __future__ import annotations
 
-import contextlib
 import math
+import os
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -39,7 +40,7 @@ from kernbench.tl.hazards import Hazards
 from kernbench.tl.issue import Issuer, KernelHost, RecordingIssuer, SimIssuer
 from kernbench.tl.messages import MessageOps
 from kernbench.tl.scratch import ScratchArena
-from kernbench.tl.tensors import TensorArg, TensorHandle, TLError
+from kernbench.tl.tensors import TensorArg, TensorHandle, TensorLease, TLError
 from kernbench.topology.tcm_layout import TcmLayout
 
 
@@ -48,14 +49,15 @@ def record(fn, *args, spec, kernel: str = "kernel", pe: tuple[int, int, int] = (
     """Run ``fn(tl, *args)`` in command-list mode and return the PE commands it would issue, in order."""
     ctx = TLContext.recorder(spec, kernel, pe, program_id, num_programs)
     fn(ctx, *args)
+    ctx.end_kernel()
     return ctx.commands
 
 
 class TLContext(ElementwiseOps, MessageOps):
     """The ``tl`` object a kernel receives: its PE, program ids, scratch and every ``tl.*`` operation."""
 
-    __slots__ = ("_builder", "_clock_ghz", "_descriptor_cap", "_hazards", "_issuer", "_program", "_scratch",
-                 "_slot_bytes", "_tile", "kernel", "pe")
+    __slots__ = ("_builder", "_clock_ghz", "_descriptor_cap", "_hazards", "_issuer", "_loose_scopes", "_program",
+                 "_scratch", "_session", "_slot_bytes", "_tile", "kernel", "pe")
 
     def __init__(self, issuer: Issuer, spec, kernel: str, pe: tuple[int, int, int], program_id: tuple[int, int],
                  num_programs: tuple[int, int]) -> None:
@@ -73,6 +75,8 @@ class TLContext(ElementwiseOps, MessageOps):
         self._descriptor_cap = spec.pe.cost_model.max_composite_logical_bytes
         self._slot_bytes = spec.pe.ipcq.slot_bytes
         self._builder = CompositeBuilder(self)
+        self._session: object | None = None  # whose tensor arguments this kernel may use (see bind_session)
+        self._loose_scopes: dict[ScratchScope, str] = {}  # scopes made but not entered yet -> where they were made
 
     @classmethod
     def for_pe(cls, host: KernelHost) -> TLContext:
@@ -108,6 +112,22 @@ class TLContext(ElementwiseOps, MessageOps):
         """Events of issued, not yet waited-for asynchronous commands."""
         return self._hazards.pending
 
+    def bind_session(self, session: object) -> None:
+        """Accept tensor arguments of ``session``'s tensors only (the runtime calls this as the kernel starts):
+        an argument kept from a kernel of another session then fails instead of addressing that session's
+        memory."""
+        self._session = session
+
+    def end_kernel(self) -> None:
+        """Checks once the kernel body has returned: every ``tl.scratch_scope()`` it made was entered
+        (:class:`TLError` naming where one was made but never used in a ``with`` statement)."""
+        if self._loose_scopes:
+            where = next(iter(self._loose_scopes.values()))
+            n = len(self._loose_scopes)
+            raise TLError(f"tl.scratch_scope() at {where} was never entered{f' (and {n - 1} more)' if n > 1 else ''}"
+                          f", so it released nothing; write `with tl.scratch_scope():` around the work whose scratch "
+                          f"it should release")
+
     # ------------------------------------------------------------------ identity and helpers
     def program_id(self, axis: int) -> int:
         """This program's index: axis 0 = PE among the launch's PEs in this cube, axis 1 = cube in the SIP."""
@@ -137,29 +157,38 @@ class TLContext(ElementwiseOps, MessageOps):
                 virtual: bool = False) -> TensorHandle:
         return TensorHandle(self, Operand(addr, tuple(int(s) for s in shape), dtype, space, pitch), virtual)
 
+    @staticmethod
+    def _shape(op: str, shape) -> tuple[int, ...]:
+        """A shape a kernel gave (an int or a sequence of ints), checked: every size a positive integer."""
+        dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
+        try:
+            dims = tuple(dims)
+        except TypeError:
+            raise TLError(f"tl.{op}: shape {shape!r} is not a shape; give an int or a tuple of ints") from None
+        if not dims or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0 for d in dims):
+            raise TLError(f"tl.{op}: shape {shape!r} is invalid; every size must be a positive integer, e.g. (8, 64)")
+        return tuple(int(d) for d in dims)
+
     def _new(self, shape: Sequence[int], dtype: str) -> TensorHandle:
         shape = tuple(int(s) for s in shape)
         h = TensorHandle(self, Operand(self._scratch.alloc(nbytes(shape, dtype)), shape, dtype, "tcm"))
         h.scope = self._scratch.scope
         return h
 
-    @contextlib.contextmanager
-    def scratch_scope(self):
+    def scratch_scope(self) -> ScratchScope:
         """``with tl.scratch_scope():`` — scratch allocated inside is released when the block exits.
 
         Scopes nest. On exit the cursor rewinds to where the scope began, after
         waiting for any lazy load still filling a buffer being released; a
         tensor allocated inside the scope cannot be used after it (TLError).
         Tensors that must live across iterations (a running state, prefetch
-        buffers) are allocated before entering the scope.
+        buffers) are allocated before entering the scope. A scope is used by
+        one ``with`` statement: entering it twice, or never, is a TLError.
         """
-        arena = self._scratch
-        sid, start = arena.open()
-        try:
-            yield
-        finally:
-            self._hazards.release(start, arena.base + start, arena.base + arena.capacity)
-            arena.close(sid, start)
+        scope = ScratchScope(self)
+        caller = sys._getframe(1)
+        self._loose_scopes[scope] = f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
+        return scope
 
     def _own(self, *handles) -> None:
         for h in handles:
@@ -187,11 +216,17 @@ class TLContext(ElementwiseOps, MessageOps):
     # ------------------------------------------------------------------ data movement
     def ref(self, arg: TensorArg | TensorHandle) -> TensorHandle:
         """A handle naming an HBM tensor argument without moving data."""
+        return self._ref("ref", arg)
+
+    def _ref(self, op: str, arg: TensorArg | TensorHandle) -> TensorHandle:
+        """:meth:`ref` for ``tl.<op>``: a tensor argument's lease is checked first (see :meth:`_check_arg`)."""
         if isinstance(arg, TensorHandle):
             self._own(arg)
             return arg
         if not isinstance(arg, TensorArg):
-            raise TLError(f"tl.ref expects a tensor argument, got {type(arg).__name__}")
+            raise TLError(f"tl.{op} expects a tensor argument, got {type(arg).__name__}")
+        if arg.lease is not None:
+            self._check_arg(op, arg.lease)
         if arg.va is not None:
             return self._handle(arg.va, arg.shape, arg.dtype, "hbm", virtual=True)
         return self._handle(arg.addr.encode(), arg.shape, arg.dtype, "hbm")
@@ -200,9 +235,26 @@ class TLContext(ElementwiseOps, MessageOps):
         """A virtual handle over the whole tensor (2-D view), wherever its shards live; slice it into blocks."""
         if not isinstance(arg, TensorArg) or arg.tensor_va is None:
             raise TLError("tl.global_ref needs a tensor argument deployed with virtual addresses")
+        if arg.lease is not None:
+            self._check_arg("global_ref", arg.lease)
         shape = arg.tensor_shape
         view = (1, shape[0]) if len(shape) == 1 else (math.prod(shape[:-1]), shape[-1])
         return self._handle(arg.tensor_va, view, arg.dtype, "hbm", virtual=True)
+
+    def _check_arg(self, op: str, lease: TensorLease) -> None:
+        """:class:`TLError` when a tensor argument belongs to another session than this kernel's, or its tensor is
+        gone (freed, or its session closed): its addresses may now hold another tensor. One check per ``tl`` call
+        that takes a tensor argument, before any command is built."""
+        owner = lease.owner
+        if self._session is not None and owner is not self._session:
+            raise TLError(f"tl.{op}: tensor argument {lease.label} belongs to {getattr(owner, 'name', owner)}, but "
+                          f"this kernel runs in {getattr(self._session, 'name', self._session)}; pass this "
+                          f"session's tensors as launch arguments (an argument kept from a kernel of another session "
+                          f"addresses that session's memory)")
+        if lease.gone is not None:
+            raise TLError(f"tl.{op}: tensor argument {lease.label} of {getattr(owner, 'name', owner)} {lease.gone}, "
+                          f"so its memory may now hold another tensor; pass a live tensor as a launch argument "
+                          f"instead of one kept from an earlier kernel")
 
     def _phys(self, h: TensorHandle) -> tuple[int, float]:
         """Physical address of a handle and the translation time its DMA pays (ns)."""
@@ -226,7 +278,7 @@ class TLContext(ElementwiseOps, MessageOps):
         Passing a persistent ``out`` buffer lets a loop prefetch the next tile
         without growing its scratch.
         """
-        h = self.ref(src)
+        h = self._ref("load", src)
         if h.space != "hbm":
             raise TLError(f"tl.load: {h} is already in the TCM")
         if out is None:
@@ -249,7 +301,7 @@ class TLContext(ElementwiseOps, MessageOps):
 
     def store(self, dst: TensorArg | TensorHandle, src: TensorHandle) -> None:
         """DMA a TCM tensor to ``dst`` (an HBM tensor of the same shape and dtype); waits until written."""
-        d = self.ref(dst)
+        d = self._ref("store", dst)
         self._tcm("store", src)
         if d.shape != src.shape or d.dtype != src.dtype:
             raise TLError(f"tl.store: destination is {d.shape} {d.dtype} but the value is {src.shape} {src.dtype}")
@@ -333,3 +385,41 @@ class TLContext(ElementwiseOps, MessageOps):
             addr = self._phys(x)[0] if x.space == "hbm" else x.addr  # composites record physical ranges
             self._hazards.sync(addr, addr + x.span, write=False)
         return x
+
+
+class ScratchScope:
+    """What ``tl.scratch_scope()`` returns: one ``with`` block whose scratch allocations are released at its end.
+
+    Single use: entering it a second time (or inside itself) is a TLError, as
+    is closing scopes out of order; a scope never entered is reported when
+    the kernel ends (:meth:`TLContext.end_kernel`).
+    """
+
+    __slots__ = ("_ctx", "_entered", "_open")
+
+    def __init__(self, ctx: TLContext) -> None:
+        self._ctx = ctx
+        self._entered = False
+        self._open: tuple[int, int] | None = None  # (scope id, cursor at entry) while the block runs
+
+    def __enter__(self) -> None:
+        ctx = self._ctx
+        if self._entered:
+            raise TLError("tl.scratch_scope(): this scope was already entered; a scope serves one `with` block, so "
+                          "write `with tl.scratch_scope():` at each place (a loop body gets a fresh one each time)")
+        self._entered = True
+        ctx._loose_scopes.pop(self, None)
+        self._open = ctx._scratch.open()
+
+    def __exit__(self, *exc) -> None:
+        if self._open is None:
+            raise TLError("tl.scratch_scope(): this scope is not open; use it as `with tl.scratch_scope():`")
+        ctx, (sid, start) = self._ctx, self._open
+        arena = ctx._scratch
+        if arena.scope != sid:
+            raise TLError("tl.scratch_scope(): scopes must close innermost first; nest the `with` blocks")
+        self._open = None
+        try:
+            ctx._hazards.release(start, arena.base + start, arena.base + arena.capacity)
+        finally:
+            arena.close(sid, start)

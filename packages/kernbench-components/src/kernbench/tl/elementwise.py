@@ -215,7 +215,7 @@ class ElementwiseOps:
     def broadcast(self, x: TensorHandle, shape: Sequence[int]) -> TensorHandle:
         """A new TCM tensor holding ``x`` broadcast to ``shape`` (numpy rules); bytes follow the new shape."""
         self._tcm("broadcast", x)
-        shape = tuple(int(s) for s in shape)
+        shape = self._shape("broadcast", shape)
         try:
             np.broadcast_shapes(x.shape, shape)
             if np.broadcast_shapes(x.shape, shape) != shape:
@@ -239,13 +239,14 @@ class ElementwiseOps:
 
     def full(self, shape: Sequence[int], value: float, dtype: str = "float32") -> TensorHandle:
         """A new TCM tensor filled with ``value``."""
+        shape = self._shape("full", shape)
         self._dtype(dtype)
         out = self._new(shape, dtype)
         return self._run("math", "fill", (), out, out.size, lambda: np.full(out.shape, value), {"value": value})
 
     def zeros(self, shape: Sequence[int], dtype: str = "float32") -> TensorHandle:
         """A new TCM tensor of zeros."""
-        return self.full(shape, 0.0, dtype)
+        return self.full(self._shape("zeros", shape), 0.0, dtype)
 
     def arange(self, start: int, stop: int | None = None, dtype: str = "int32") -> TensorHandle:
         """A new 1-D TCM tensor holding ``start, start+1, ..., stop-1``."""

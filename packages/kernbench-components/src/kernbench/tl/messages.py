@@ -72,8 +72,9 @@ class MessageOps:
             return out
         if shape is None:
             raise TLError(f"tl.{op}: give the message's shape (and dtype), or out=")
+        shape = self._shape(op, shape)
         self._dtype(dtype)
-        return self._new((shape,) if isinstance(shape, int) else shape, dtype)
+        return self._new(shape, dtype)
 
     def _recv_cmd(self, op: str, direction: str, shape, dtype: str, out: TensorHandle | None,
                   consume: bool = True) -> tuple[TensorHandle, IpcqRecvCmd]:

@@ -8,7 +8,7 @@ PE's commands carry, so handing a tensor to a command copies nothing.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kernbench.components.dtypes import nbytes
 from kernbench.components.pe.operand import Operand
@@ -20,6 +20,30 @@ class TLError(KernbenchError):
     """A kernel used the ``tl`` API wrongly (shapes, dtypes, foreign handles, HBM operands)."""
 
 
+class TensorLease:
+    """The host's hold on one deployed tensor, shared by every :class:`TensorArg` made from it.
+
+    The runtime creates it with the tensor and marks it ``gone`` when the
+    tensor is freed (or its session closes). A kernel checks it on every
+    ``tl`` call that takes a tensor argument, so an argument kept past its
+    tensor's life, or carried into a kernel of another session, fails
+    before any command is issued instead of reaching memory that now holds
+    something else.
+    """
+
+    __slots__ = ("gone", "label", "owner")
+
+    def __init__(self, label: str, owner: object) -> None:
+        self.label = label  # ``float16[8, 64]``
+        self.owner = owner  # the session that created the tensor (anything with a ``name``)
+        self.gone: str | None = None  # why the tensor's memory is no longer its own, once it is not
+
+    def revoke(self, why: str) -> None:
+        """The tensor's memory is released (``why``: ``"was freed"``, ...); every argument made from it is dead."""
+        if self.gone is None:
+            self.gone = why
+
+
 @dataclass(frozen=True, slots=True)
 class TensorArg:
     """A tensor argument as a PE receives it: its local shard's address, shape and dtype.
@@ -28,7 +52,8 @@ class TensorArg:
     virtual address, when the shard is contiguous in the tensor's layout)
     and the whole tensor's virtual base and shape, so a kernel can address
     any part of it with :meth:`~kernbench.tl.context.TLContext.global_ref` (the PE's MMU
-    translates each access).
+    translates each access). ``lease`` (set by the runtime) ties the argument
+    to its tensor's life and session; hand-made arguments have none.
     """
 
     addr: PhysAddr
@@ -37,6 +62,7 @@ class TensorArg:
     va: int | None = None
     tensor_va: int | None = None
     tensor_shape: tuple[int, ...] | None = None
+    lease: TensorLease | None = field(default=None, compare=False, repr=False)
 
     @property
     def nbytes(self) -> int:
@@ -109,6 +135,12 @@ class TensorHandle:
             raise TLError("only 2-D HBM tensors can be sliced into blocks; slice before tl.load")
         if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(k, slice) for k in key)):
             raise TLError(f"block slicing takes two slices h[r0:r1, c0:c1], got {key!r}")
+        for axis, k, size in zip(("rows", "columns"), key, self.shape, strict=True):
+            bad = [v for v in (k.start, k.stop) if v is not None and not -size <= v <= size]
+            if bad:  # slice.indices would clamp it silently to a smaller block
+                raise TLError(f"block [{_slice_text(key[0])}, {_slice_text(key[1])}] is out of range for a tensor "
+                              f"of shape {self.shape}: {axis} {_slice_text(k)} reach past its {size} {axis}; slice "
+                              f"within the shape")
         (r0, r1, rs), (c0, c1, cs) = (k.indices(s) for k, s in zip(key, self.shape, strict=True))
         if rs != 1 or cs != 1 or r1 <= r0 or c1 <= c0:
             raise TLError(f"block {key!r} of a tensor of shape {self.shape} is empty or strided")
@@ -147,3 +179,9 @@ class TensorHandle:
 
     def __matmul__(self, other):
         return self.ctx.dot(self, other)
+
+
+def _slice_text(k: slice) -> str:
+    """``0:1000`` for ``slice(0, 1000)`` (``:`` parts left out stay empty, a step is shown)."""
+    text = f"{'' if k.start is None else k.start}:{'' if k.stop is None else k.stop}"
+    return text if k.step is None else f"{text}:{k.step}"

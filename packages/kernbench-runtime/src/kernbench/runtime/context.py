@@ -23,14 +23,28 @@ arguments (numbers, strings) pass through unchanged.
 A tensor and a launch handle belong to the context that created them: passing
 one to another context, or using a context after :meth:`RuntimeContext.close`
 (the end of a ``with session(...)`` block), raises :class:`RuntimeApiError`
-naming both, before anything changes.
+naming both, before anything changes. The same holds inside kernels: every
+:class:`~kernbench.tl.TensorArg` carries its tensor's
+:class:`~kernbench.tl.TensorLease`, so a kernel using an argument whose tensor
+was freed, or one kept from a kernel of another session, fails before it
+issues anything. Host calls (``torch.*``) made from inside a running kernel
+are refused.
+
+A session whose run stopped (a simulation budget ran out, or an interrupt
+such as Ctrl-C unwound the simulator mid-step) stays stopped: it refuses
+further work with a message saying why, and closing it frees its memory
+without simulating, so the limit is not raised again at the end of the
+``with`` block. A kernel that raises ``SystemExit`` fails its launch like any
+other error; ``KeyboardInterrupt`` still interrupts the program.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import itertools
 import math
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +62,7 @@ from kernbench.runtime.placement import DPPolicy, Shard, resolve_shards
 from kernbench.sim import ComponentRegistry, GraphEngine, MemoryReadMsg, MemoryWriteMsg, Request
 from kernbench.sim.limits import DEFAULT_MAX_EVENTS, DEFAULT_MAX_RECORDS, DEFAULT_MAX_SIM_NS, Limits, watchdog
 from kernbench.sim.links import LinkRecord, link_records
-from kernbench.tl import TensorArg
+from kernbench.tl import TensorArg, TensorLease, TLContext
 from kernbench.topology import TopologyGraph, resolve
 from kernbench.topology import naming as nm
 from kernbench.topology.address import PhysAddr
@@ -77,6 +91,7 @@ class Tensor:
     freed: bool = False
     va: int | None = None
     owner: RuntimeContext | None = field(default=None, repr=False)
+    lease: TensorLease | None = field(default=None, repr=False)  # what its kernel arguments are checked against
 
     @property
     def label(self) -> str:
@@ -145,6 +160,51 @@ def _shard_shape(shape: tuple[int, ...], shard: Shard) -> tuple[int, ...]:
 
 #: Waits a host thread of control may hand to a scheduler: returns True when it waited for the requests itself.
 WaitHook = Callable[[list[Request]], bool]
+
+#: Greenlets running a kernel body launched by a runtime -> the kernel's name (host calls from them are refused).
+_IN_KERNEL: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class _KernelBody:
+    """What a PE runs for ``launch(name, fn, ...)``: ``fn`` itself, inside a few checks.
+
+    Before the body it binds the kernel's ``tl`` to its session (so tensor
+    arguments of other sessions are refused) and marks its greenlet as a
+    kernel (so ``torch.*`` host calls from it are refused). A ``SystemExit``
+    becomes a failure of the launch, which leaves the session usable; a
+    generator or coroutine returned instead of a result fails it too. After
+    the body, :meth:`~kernbench.tl.TLContext.end_kernel` checks what it left.
+    """
+
+    __slots__ = ("__wrapped__", "name", "session")
+
+    def __init__(self, fn: Callable, name: str, session: RuntimeContext) -> None:
+        self.__wrapped__ = fn  # what check_kernel and inspect.unwrap look at
+        self.name = name
+        self.session = session
+
+    def __call__(self, tl, *args):
+        me = getcurrent()
+        _IN_KERNEL[me] = self.name
+        try:
+            if isinstance(tl, TLContext):
+                tl.bind_session(self.session)
+            try:
+                out = self.__wrapped__(tl, *args)
+            except SystemExit as exc:
+                raise RuntimeApiError(f"the kernel raised SystemExit({exc.code!r}); a kernel cannot end the "
+                                      f"program: return from it, or raise an exception to fail the launch") from None
+            if inspect.isgenerator(out) or inspect.iscoroutine(out) or inspect.isasyncgen(out):
+                kind = type(out).__name__
+                if not inspect.isasyncgen(out):
+                    out.close()  # no "never awaited" warning later
+                raise RuntimeApiError(f"the kernel returned a {kind} instead of running its body; a kernel is a "
+                                      f"plain function whose tl calls run as it is called (no yield, no async)")
+            if isinstance(tl, TLContext):
+                tl.end_kernel()
+            return out
+        finally:
+            _IN_KERNEL.pop(me, None)
 
 
 class RuntimeContext:
@@ -320,6 +380,7 @@ class RuntimeContext:
                 self._allocator(shard.sip, shard.cube, shard.pe).free_hbm(addr, shard.nbytes)
             raise
         t = Tensor(shape, dtype, policy, self.device, placed, owner=self)
+        t.lease = TensorLease(t.label, self)
         if self.virtual:
             try:
                 t.va = self._va.alloc(t.nbytes)
@@ -422,29 +483,39 @@ class RuntimeContext:
         its output reports exactly the timing of one that does not (DESIGN
         invariant 4, ADR 0027). :meth:`to_numpy` is the modelled read-back.
         """
-        self._live(t, "peek")
+        self._live(t, "peek", stopped_ok=True)
         if not self.data:
             raise RuntimeApiError("peek needs real numerics: create the context with data=True")
         memory = self.engine.memory
         return _assemble(t, [memory.read(addr.encode(), shard.nbytes) for shard, addr in t.shards])
 
     def free(self, t: Tensor) -> None:
-        """Release a tensor's shards."""
-        self._live(t, "free")
+        """Release a tensor's shards; kernel arguments made from it die with it. In a session that has stopped
+        (see :meth:`close`) nothing is simulated: its memory is only given back."""
+        self._live(t, "free", stopped_ok=True)
+        self._retire(t, "was freed")
         for shard, addr in t.shards:
             self._allocator(shard.sip, shard.cube, shard.pe).free_hbm(addr, shard.nbytes)
         if t.va is not None:
-            self._unmap(t)
-            self._va.free(t.va, t.nbytes)
+            try:
+                if self.engine.halted is None:
+                    self._unmap(t)
+            finally:
+                self._va.free(t.va, t.nbytes)
+
+    def _retire(self, t: Tensor, why: str) -> None:
+        """Mark ``t`` freed and out of this session's list; its lease tells kernels ``why`` it is gone."""
         t.freed = True
         self._tensors.remove(t)
+        if t.lease is not None:
+            t.lease.revoke(why)
 
     def check_tensor(self, t: Tensor, use: str = "use") -> None:
         """:class:`RuntimeApiError` unless ``t`` is a live tensor of this open session (``use`` names the call)."""
         self._live(t, use)
 
-    def _live(self, t: Tensor, use: str = "use") -> None:
-        self._check_open(use)
+    def _live(self, t: Tensor, use: str = "use", *, stopped_ok: bool = False) -> None:
+        self._check_open(use, stopped_ok=stopped_ok)
         if not isinstance(t, Tensor):
             raise RuntimeApiError(f"{use}: expected a Tensor from this runtime, got {type(t).__name__}")
         if t.owner is not self:
@@ -454,10 +525,20 @@ class RuntimeContext:
         if t.freed:
             raise RuntimeApiError(f"{use}: tensor {t.label} was freed; create it again")
 
-    def _check_open(self, use: str) -> None:
+    def _check_open(self, use: str, *, stopped_ok: bool = False) -> None:
+        """:class:`RuntimeApiError` when this session cannot do ``use`` now: called from inside a running kernel,
+        closed, or (unless ``stopped_ok``, for calls that simulate nothing) stopped."""
+        kernel = _IN_KERNEL.get(getcurrent())
+        if kernel is not None:
+            raise RuntimeApiError(f"{use}: called inside kernel {kernel!r}, which runs on a simulated PE; host calls "
+                                  f"(torch.*) cannot run in a kernel: do them before the launch and pass the tensors "
+                                  f"as arguments")
         if self.closed:
             raise RuntimeApiError(f"{use}: {self.name} is closed (its `with session(...)` block has ended); "
                                   f"do the work inside the block, or open a new session")
+        if not stopped_ok and self.engine.halted is not None:
+            raise RuntimeApiError(f"{use}: {self.name} has stopped ({self.engine.halted}); its simulation cannot go "
+                                  f"on, so open a new session for more work")
 
     def _own(self, handle: LaunchHandle, use: str) -> None:
         self._check_open(use)
@@ -470,17 +551,21 @@ class RuntimeContext:
 
     def close(self, *, simulate: bool = True) -> None:
         """Free every live tensor and refuse any further work (what the end of a ``with session()`` block does).
-        Closing twice is harmless. ``simulate=False`` (a block that ended in an error) releases the tensors
-        without simulating their MMU unmaps: the run is over, and a runaway run must not be resumed."""
+        Closing twice is harmless. ``simulate=False`` (a block that ended in an error), or a session that has
+        stopped (a budget ran out or an interrupt cut a step short, even if the error was caught), releases the
+        tensors without simulating their MMU unmaps: the run is over, and it must not be resumed."""
         if self.closed:
             return
-        if simulate:
-            self.cleanup()
-        else:
-            for t in self._tensors:
-                t.freed = True
-            self._tensors.clear()
-        self.closed = True
+        for t in self._tensors:  # first, so the reason kernels are given is the close, not the frees below
+            if t.lease is not None:
+                t.lease.revoke("was freed when its session closed")
+        try:
+            if simulate and self.engine.halted is None:
+                self.cleanup()
+        finally:
+            for t in list(self._tensors):
+                self._retire(t, "was freed when its session closed")
+            self.closed = True
 
     # ------------------------------------------------------------------ kernels
     def launch(self, name: str, fn: Callable, *args) -> LaunchHandle:
@@ -510,18 +595,19 @@ class RuntimeContext:
                 shard, addr = found
                 pe_args.append(self._arg(a, shard, addr))
             targets.append((pe, tuple(pe_args)))
-        handle = LaunchHandle(name, self.engine.submit(KernelLaunchMsg(name, fn, tuple(targets))), self)
+        body = _KernelBody(fn, name, self)
+        handle = LaunchHandle(name, self.engine.submit(KernelLaunchMsg(name, body, tuple(targets))), self)
         self._launches.append(handle)
         return handle
 
     def _arg(self, t: Tensor, shard: Shard, addr: PhysAddr) -> TensorArg:
         """What a PE receives for a tensor: its shard, plus virtual addresses when the tensor has them."""
         if t.va is None:
-            return TensorArg(addr, _shard_shape(t.shape, shard), t.dtype)
+            return TensorArg(addr, _shard_shape(t.shape, shard), t.dtype, lease=t.lease)
         cols = t.shape[-1] if t.shape else 1
         (r0, _), (c0, c1) = shard.rows, shard.cols
         va = t.va + r0 * cols * np.dtype(t.dtype).itemsize if c1 - c0 == cols else None
-        return TensorArg(addr, _shard_shape(t.shape, shard), t.dtype, va, t.va, t.shape)
+        return TensorArg(addr, _shard_shape(t.shape, shard), t.dtype, va, t.va, t.shape, lease=t.lease)
 
     def wait(self, handle: LaunchHandle) -> LaunchResult:
         """Run the simulation until the launch completes; raise the kernel's error if one failed."""

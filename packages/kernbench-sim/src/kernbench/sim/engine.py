@@ -28,7 +28,7 @@ from simpy.events import NORMAL, URGENT, Event
 from kernbench.sim.component import ComponentRegistry
 from kernbench.sim.errors import ComponentError, DeadlockError, MessageError, SimulationLimitError
 from kernbench.sim.fabric import Packet, Route, Transfer, Wire, split_packets
-from kernbench.sim.limits import CHECK_EVERY, Limits
+from kernbench.sim.limits import CHECK_EVERY, Limits, WallClockExpired
 from kernbench.sim.memory_store import MemoryStore
 from kernbench.sim.messages import TRANSFER_KINDS, MessageKind, record_transfer
 from kernbench.sim.oplog import OpLog
@@ -136,6 +136,9 @@ class GraphEngine:
         self.max_records = self.limits.max_records or math.inf
         self.deadline: float | None = None  # time.monotonic() past which the run stops (set by limits.watchdog)
         self.timeout_s: float | None = None
+        # Why this engine cannot run on (a budget ran out, or an interrupt unwound it mid-step), else None: the
+        # runtime refuses further work and a session closes without simulating (see limit_error and _drive).
+        self.halted: str | None = None
         self.wires: dict[tuple[str, str], Wire] = {}  # created on first use by route()
         self.components = registry.build(self, graph)
         self._routes: dict[tuple[str, ...], Route] = {}
@@ -229,6 +232,15 @@ class GraphEngine:
         except EmptySchedule:
             self._check_budget()
             return False
+        except WallClockExpired as exc:  # the watchdog's alarm landed in a step: the same error as a budget
+            if self.timeout_s is None:  # not this engine's watchdog
+                raise
+            raise self.limit_error(f"the run took more than the wall-clock timeout of {self.timeout_s:g} s",
+                                   "--timeout SECONDS / timeout_s=", where=exc.where) from None
+        except BaseException as exc:  # KeyboardInterrupt, SystemExit: the step was cut short
+            if not isinstance(exc, Exception) and type(exc).__name__ != "GreenletExit" and self.halted is None:
+                self.halted = f"{type(exc).__name__} interrupted the simulation at {self.env._now:,.1f} ns"
+            raise
 
     def _check_budget(self) -> None:
         """:class:`SimulationLimitError` when the run has used up its events, simulated time, op-log records or
@@ -260,6 +272,7 @@ class GraphEngine:
         kernel = f"; {running[0]}" + (f" (and {len(running) - 1} more PE(s))" if len(running) > 1 else "") \
             if running else "; no kernel was running"
         at = f"; Python was executing {where}" if where else ""
+        self.halted = what  # the run is over: whoever catches the error, the engine is not driven again
         return SimulationLimitError(f"simulation stopped: {what}; {op}{kernel}{at}; if the run is meant to be "
                                     f"this long raise the budget ({knob}), else look for a loop that never ends")
 

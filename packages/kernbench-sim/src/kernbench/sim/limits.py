@@ -19,7 +19,10 @@ work per event (``benchmarks/bench_fabric.py``). The wall clock is checked
 there as well, and, on the main thread of a POSIX process, by a ``SIGALRM``
 :func:`watchdog` that interrupts even a pure-Python loop. Every budget ends
 the run with :class:`~kernbench.sim.errors.SimulationLimitError`, which names
-the PE, the kernel and the last op.
+the PE, the kernel and the last op. A run that stopped stays stopped
+(``GraphEngine.halted`` says why): catching the error does not resume it, the
+runtime refuses further work in that session, and closing the session frees
+its memory without simulating anything (so the limit is not raised again).
 
 The defaults are far above any shipped bench or study: the largest study
 point uses 11.6 million events, 8.8 ms of simulated time and 0.8 million op
@@ -91,7 +94,11 @@ def watchdog(engine: Any, timeout_s: float | None) -> Iterator[None]:
     thread of a POSIX process, arms ``SIGALRM``: its handler raises
     :class:`WallClockExpired` (a ``BaseException``, so a kernel's or the
     PE_CPU's ``except Exception`` cannot swallow it) in whatever code is
-    running, every second until the run has unwound. ``None`` does nothing.
+    running, every second until the run has unwound or has stopped at a
+    budget (``engine.halted``). One that lands inside a simulation step
+    becomes the ``SimulationLimitError`` right there (so the call that drove
+    the engine raises it, and it can be caught); one that lands in host code
+    becomes it when the block ends. ``None`` does nothing.
     """
     if timeout_s is None:
         yield
@@ -106,7 +113,9 @@ def watchdog(engine: Any, timeout_s: float | None) -> Iterator[None]:
     state = {"armed": True}
 
     def expire(signum: int, frame: Any) -> None:
-        if state["armed"]:
+        # Once the run has stopped (a budget ran out and its error was raised, perhaps caught), the rest of the
+        # block is not the run any more: the alarm stays quiet instead of raising the same limit again.
+        if state["armed"] and getattr(engine, "halted", None) is None:
             raise WallClockExpired(_frame_text(frame))
 
     if use_signal:
