@@ -135,5 +135,8 @@ def test_report_draws_the_heatmaps_from_results_and_refuses_another_topology(tmp
     ring.write_text(ring.read_text() + "\n# edited\n")
     proc = _kb("report", "--no-pdf", "--studies", str(studies), "--out", str(tmp_path / "r2"), "--topologies",
                str(topo), cache=tmp_path / "c")
-    _one_line_error(proc, "cannot draw the all-reduce heatmap of ring_1d")
+    # found while drawing, so the stage line announcing the drawing precedes the one error line
+    stage, error = proc.stderr.strip().splitlines()
+    assert stage == f"report: drawing figures and writing the generated LaTeX into {tmp_path / 'r2' / 'tex'}"
+    assert proc.returncode == 2 and error.startswith("kernbench: error: cannot draw the all-reduce heatmap of ring_1d")
     assert not (tmp_path / "r2" / "tex" / "figures" / "allreduce_links_ring.pdf").exists()

@@ -222,7 +222,7 @@ def test_progress_bar_only_when_enabled():
             pass
 
     quiet = Tty()
-    p = Progress(3, "gemm", None, quiet)
+    p = Progress(3, "gemm", False, quiet)  # off a terminal with None: plain lines (test_studies_progress.py)
     p.step()
     p.close()
     assert quiet.text == ""

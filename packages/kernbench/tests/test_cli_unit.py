@@ -223,11 +223,10 @@ def test_trace_path(tmp_path):
     sub.mkdir()
     assert trace_path(f"{sub}{os.sep}", "beta") == sub / "beta.trace.json"
     assert list(sub.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["sub"]
-    for given, folder in ((f"{tmp_path / 'new'}{os.sep}", tmp_path / "new"),
-                          (str(tmp_path / "new" / "t.json"), tmp_path / "new")):
-        with pytest.raises(BenchError) as info:
-            trace_path(given, "alpha")
-        assert str(info.value) == f"--trace {given}: folder {folder} does not exist; create it or choose another path"
+    # Missing folders are created, as for every output (a trailing separator names a folder).
+    assert trace_path(f"{tmp_path / 'new'}{os.sep}", "alpha") == tmp_path / "new" / "alpha.trace.json"
+    assert trace_path(str(tmp_path / "new2" / "t.json"), "alpha") == tmp_path / "new2" / "t.json"
+    assert (tmp_path / "new").is_dir() and (tmp_path / "new2").is_dir() and list((tmp_path / "new").iterdir()) == []
 
 
 # --------------------------------------------------------------------------------------------- progress
@@ -251,11 +250,11 @@ class _Tty(io.StringIO):
         return True
 
 
-def test_progress_is_off_unless_stderr_is_a_terminal():
+def test_the_live_line_only_on_a_terminal_and_a_short_run_is_silent_elsewhere():
     quiet = io.StringIO()
-    with Progress("run", after_s=0.0, stream=quiet) as p:
+    with Progress("run", after_s=0.0, stream=quiet) as p:  # plain lines instead, none due within 5 s
         time.sleep(0.05)
-    assert not p.enabled and not p.shown and p._thread is None and quiet.getvalue() == ""
+    assert not p.enabled and not p.shown and p.lines is not None and quiet.getvalue() == ""
     assert Progress("run", stream=_Tty()).enabled and Progress("run", stream=io.StringIO(), force=True).enabled
 
 
@@ -379,10 +378,10 @@ def test_unknown_bench(cli, capsys):
 
 
 def test_output_paths_are_checked_before_the_run(cli, capsys, tmp_path):
-    missing = tmp_path / "nowhere" / "t.json"
-    _one_error(capsys, cli("run", "--bench", "alpha", "--trace", str(missing)),
-               f"--trace {missing}: folder {missing.parent} does not exist; create it or choose another path")
     (tmp_path / "f").write_text("x")
+    below_a_file = tmp_path / "f" / "t.json"
+    _one_error(capsys, cli("run", "--bench", "alpha", "--trace", str(below_a_file)),
+               f"--trace {below_a_file}: {tmp_path / 'f'} is a file, not a folder; choose another path")
     _one_error(capsys, cli("run", "--bench", "alpha", "--links", str(tmp_path / "f" / "l.json")),
                f"--links {tmp_path / 'f' / 'l.json'}: {tmp_path / 'f'} is a file, not a folder; choose another path")
     assert SEEN == []

@@ -3,14 +3,20 @@
 A bench is a function decorated with ``@bench(name="kebab-case",
 description="...", params=(Param(...), ...))``: ``run(torch)`` when it
 declares no parameters, ``run(torch, p)`` when it does (``p`` holds the
-resolved values, see :mod:`kernbench.runtime.params`).
+resolved values, see :mod:`kernbench.runtime.params`). A bench may also say
+what its reported metrics mean (``metrics={"latency_ns": "..."}``, printed
+beside them by ``kernbench run``) and, when it reports the same metrics for
+several parts named ``PART.metric`` (panels, say), ``metric_rows="panel"``
+to have them printed as a table with one row per part.
 
 Benches are found through the entry-point group ``kernbench.benches``: each
-entry names a module (its benches) or a package (every module of it whose
-name does not start with ``_``; sub-packages are libraries and are skipped).
-``kernbench-benches`` registers ``kernbench.benches`` there; any installed
-distribution can add its own. An entry that fails to import or registers
-nothing is reported by name and skipped; it never breaks the others.
+entry names a module (its benches) or a package (the benches of its
+``__init__`` and of every module of it whose name does not start with ``_``;
+sub-packages are libraries and are skipped). ``kernbench-benches`` registers
+``kernbench.benches`` there; any installed distribution can add its own. An
+entry that fails to import or registers nothing is reported by name (and
+``kernbench list`` prints it as a warning) and skipped; it never breaks the
+others.
 :func:`discover` with an explicit package skips entry points (tests,
 embedding). Benches are listed alphabetically with 1-based indices and
 resolved by name or index.
@@ -26,6 +32,7 @@ import importlib
 import math
 import pkgutil
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -49,7 +56,9 @@ class BenchError(KernbenchError):
 
 @dataclass(frozen=True)
 class BenchInfo:
-    """A registered bench: its name, description, function, module, declared parameters and module docstring."""
+    """A registered bench: its name, description, function, module, declared parameters and module docstring;
+    ``metric_notes`` (metric name, what it measures) and ``metric_rows`` (the word for the parts of a bench whose
+    metrics are named ``PART.metric``, "" when they are not) say how ``kernbench run`` presents its metrics."""
 
     name: str
     description: str
@@ -57,11 +66,19 @@ class BenchInfo:
     module: str
     params: tuple[Param, ...] = ()
     doc: str = ""
+    metric_notes: tuple[tuple[str, str], ...] = ()
+    metric_rows: str = ""
 
 
-def bench(name: str, description: str, params: tuple[Param, ...] = ()) -> Callable[[Callable], Callable]:
+def bench(name: str, description: str, params: tuple[Param, ...] = (), *, metrics: Mapping[str, str] | None = None,
+          metric_rows: str = "") -> Callable[[Callable], Callable]:
     """Mark ``run(torch)`` (or ``run(torch, p)`` with ``params``) as a bench called ``name`` (kebab-case) with a
-    one-line description."""
+    one-line description.
+
+    ``metrics`` maps a reported metric's name (without the ``PART.`` prefix when ``metric_rows`` is given) to a
+    short note on what it measures; ``metric_rows`` names the parts when the bench reports its metrics as
+    ``PART.metric`` for several parts (``kernbench run`` then prints one table row per part).
+    """
     if not isinstance(name, str) or not _NAME.match(name):
         raise BenchError(f"bench name {name!r} must be kebab-case (lowercase words joined by '-')")
     if not isinstance(description, str) or not description.strip():
@@ -69,9 +86,14 @@ def bench(name: str, description: str, params: tuple[Param, ...] = ()) -> Callab
     params = tuple(params)
     if not all(isinstance(p, Param) for p in params) or len({p.name for p in params}) != len(params):
         raise BenchError(f"bench {name!r}: params must be Param objects with distinct names")
+    notes = tuple(dict(metrics or {}).items())
+    if not all(isinstance(k, str) and k and isinstance(v, str) and v.strip() for k, v in notes):
+        raise BenchError(f"bench {name!r}: metrics must map metric names to non-empty notes")
+    if not isinstance(metric_rows, str):
+        raise BenchError(f"bench {name!r}: metric_rows must be text (the word for one row, e.g. 'panel')")
 
     def mark(fn: Callable) -> Callable:
-        setattr(fn, _MARK, (name, description, params))
+        setattr(fn, _MARK, (name, description, params, notes, metric_rows))
         return fn
 
     return mark
@@ -105,21 +127,23 @@ class BenchRegistry:
 def _benches_of(module) -> list[BenchInfo]:
     marked = [(getattr(obj, _MARK), obj) for obj in vars(module).values()
               if callable(obj) and hasattr(obj, _MARK) and obj.__module__ == module.__name__]
-    return [BenchInfo(n, d, fn, module.__name__, p, (module.__doc__ or "").strip()) for (n, d, p), fn in marked]
+    doc = (module.__doc__ or "").strip()
+    return [BenchInfo(n, d, fn, module.__name__, p, doc, notes, rows) for (n, d, p, notes, rows), fn in marked]
 
 
 def _collect(target: str) -> list[BenchInfo]:
-    """The benches of a module, or of every bench module of a package."""
+    """The benches of a module, or of a package: those of its ``__init__`` and of every bench module in it.
+
+    A bench module (a public module of a package) without a bench fails the audit; a target that registers
+    nothing at all returns an empty list (the caller decides how to report it).
+    """
     try:
         root = importlib.import_module(target)
     except ImportError as exc:
         raise BenchError(f"bench package {target!r} cannot be imported: {exc}") from None
+    found = _benches_of(root)
     if not hasattr(root, "__path__"):  # a single module
-        found = _benches_of(root)
-        if not found:
-            raise BenchError(f"bench module {target} registers no bench; decorate its run(torch) with @bench")
         return found
-    found: list[BenchInfo] = []
     for mod_info in sorted(pkgutil.iter_modules(root.__path__), key=lambda m: m.name):
         if mod_info.name.startswith("_") or mod_info.ispkg:  # sub-packages are libraries (attention, studies)
             continue
@@ -132,16 +156,27 @@ def _collect(target: str) -> list[BenchInfo]:
     return found
 
 
+def _registers_nothing(target: str) -> str:
+    """What to do about a bench module or package (already imported) that registers no bench."""
+    where = f"{target}'s __init__.py or one of its modules" if hasattr(sys.modules.get(target), "__path__") else target
+    return f"decorate a run(torch) in {where} with @bench from kernbench.runtime.bench"
+
+
 def discover(package: str | None = None) -> BenchRegistry:
     """Every installed bench (entry points of ``kernbench.benches``), or only those of ``package``.
 
-    With entry points, a plugin that fails to load is recorded in
-    :attr:`BenchRegistry.problems` (by entry-point name and reason) and
-    skipped. When no entry point is installed at all (a source tree on
-    ``sys.path``), the built-in ``kernbench.benches`` package is used.
+    With entry points, a plugin that fails to load or registers no bench is
+    recorded in :attr:`BenchRegistry.problems` (one line naming the entry
+    point, the reason and the fix) and skipped. When no entry point is
+    installed at all (a source tree on ``sys.path``), the built-in
+    ``kernbench.benches`` package is used. An explicit ``package`` that
+    registers no bench is a :class:`BenchError`.
     """
     if package is not None:
-        return BenchRegistry(_collect(package))
+        own = _collect(package)
+        if not own:
+            raise BenchError(f"{package} registers no bench; {_registers_nothing(package)}")
+        return BenchRegistry(own)
     found: list[BenchInfo] = []
     problems: list[str] = []
     entries = sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
@@ -151,10 +186,15 @@ def discover(package: str | None = None) -> BenchRegistry:
         if target in seen:  # the same distribution visible twice (e.g. an editable and a regular install)
             continue
         seen.add(target)
+        where = f"bench plugin {name!r} (entry point {name} = {target} in group {ENTRY_POINT_GROUP})"
         try:
-            found += _collect(target)
+            benches = _collect(target)
         except Exception as exc:  # a broken plugin must not break the CLI
-            problems.append(f"bench plugin {name!r} ({target}) was skipped: {type(exc).__name__}: {exc}")
+            problems.append(f"{where} was skipped: {type(exc).__name__}: {exc}")
+            continue
+        if not benches:
+            problems.append(f"{where} registers no bench and was skipped; {_registers_nothing(target)}")
+        found += benches
     try:
         return BenchRegistry(found, problems)
     except BenchError as exc:

@@ -98,10 +98,12 @@ class Param:
         return value
 
     def describe(self) -> str:
-        """One line of help: name, type and bounds, default, meaning, environment variable."""
+        """One line of help: name, type and bounds, default (an empty text as ``""``), meaning, environment
+        variable."""
         unit = f" {self.unit}" if self.unit else ""
         env = f"  [env {self.env}]" if self.env else ""
-        return f"{self.name:14s} {self.allowed}{unit}; default {self.default}. {self.meaning}{env}"
+        default = '"" (empty)' if self.default == "" else self.default
+        return f"{self.name:14s} {self.allowed}{unit}; default {default}. {self.meaning}{env}"
 
 
 def _num(x: float) -> str:

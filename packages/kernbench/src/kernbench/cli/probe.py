@@ -16,7 +16,9 @@ nodes and edges only::
   A read adds the command leg and, on the way back, the HBM-paced data.
 
 The contention category runs 2 and 4 concurrent host writes whose common
-bottleneck is one wire (the SRAM link) and checks that they share it.
+bottleneck is one wire (the SRAM link) and checks that they share it, next
+to the same write alone (``contention-1flow``). Every case name the probe
+prints is a valid ``--case`` (:func:`case_names`).
 """
 
 from __future__ import annotations
@@ -126,9 +128,14 @@ def _contention_sizes(graph: TopologyGraph) -> list[int]:
     return [2, 4]
 
 
+#: The contention category's reference: one host write alone into the SRAM the contention cases share.
+LONE_FLOW = "contention-1flow"
+
+
 def case_names(graph: TopologyGraph) -> list[str]:
-    """Every case name the probe knows for this topology."""
-    return [c.name for c in catalog(graph)] + [f"contention-{n}flows" for n in _contention_sizes(graph)]
+    """Every case name the probe prints for this topology, in the order it prints them; each one is a valid
+    ``--case``."""
+    return [c.name for c in catalog(graph)] + [LONE_FLOW] + [f"contention-{n}flows" for n in _contention_sizes(graph)]
 
 
 class _Probe:
@@ -210,39 +217,39 @@ class _Probe:
                 "total": overhead + wire + fill + drain, "bn_bw": bn_bw, "bn_edge": (bn_edge.src, bn_edge.dst)}
 
     # ------------------------------------------------------------ contention
-    def contention(self, n: int, nbytes: int) -> tuple[CaseResult, CaseResult]:
-        """n concurrent host writes into cube 0's SRAM; returns (lone flow, n flows).
+    def lone(self, nbytes: int) -> CaseResult:
+        """One host write alone into cube 0's SRAM: the reference of the contention cases (``contention-1flow``)."""
+        path = self.router.memory_path(nm.HOST, nm.sram(0, 0))
+        eng = self.engine()
+        req = eng.submit(MemoryWriteMsg(PhysAddr(0, 0, "sram", 0), nbytes))
+        eng.run()
+        f = self.formula(path, nbytes)
+        eff = nbytes / req.latency_ns
+        return CaseResult(LONE_FLOW, "contention", req.latency_ns, f["overhead"], f["wire"], f["fill"], f["drain"],
+                          f["total"], f["bn_bw"], eff, 100 * eff / f["bn_bw"], len(path) - 1, list(path),
+                          list(req.trace), f["bn_edge"])
+
+    def contention(self, n: int, nbytes: int) -> CaseResult:
+        """n concurrent host writes into cube 0's SRAM (``contention-<n>flows``).
 
         Every flow crosses the same router-to-SRAM link, the bottleneck of the
         path, so the flows must share its bandwidth rather than each get all of it.
         """
-        sram = nm.sram(0, 0)
-        path = self.router.memory_path(nm.HOST, sram)
-
-        def run(k: int) -> list[Request]:
-            eng = self.engine()
-            reqs = [eng.submit(MemoryWriteMsg(PhysAddr(0, 0, "sram", i * nbytes), nbytes)) for i in range(k)]
-            eng.run()
-            return reqs
-
-        (lone,) = run(1)
-        reqs = run(n)
+        path = self.router.memory_path(nm.HOST, nm.sram(0, 0))
+        eng = self.engine()
+        reqs = [eng.submit(MemoryWriteMsg(PhysAddr(0, 0, "sram", i * nbytes), nbytes)) for i in range(n)]
+        eng.run()
         f = self.formula(path, nbytes)
         bw = f["bn_bw"]
-        lone_eff = nbytes / lone.latency_ns
-        lone_res = CaseResult("contention-1flow", "contention", lone.latency_ns, f["overhead"], f["wire"], f["fill"],
-                              f["drain"], f["total"], bw, lone_eff, 100 * lone_eff / bw, len(path) - 1, list(path),
-                              list(lone.trace), f["bn_edge"])
         last = max(reqs, key=lambda r: r.t_end)
         flows = [{"flow": i, "actual_ns": r.latency_ns, "eff_bw_gbs": nbytes / r.latency_ns}
                  for i, r in enumerate(reqs)]
         mean_eff = sum(fl["eff_bw_gbs"] for fl in flows) / n
         # n flows through one wire: the last one finishes (n-1) payloads later than a lone flow.
         drain = f["drain"] + (n - 1) * nbytes / bw
-        res = CaseResult(f"contention-{n}flows", "contention", last.latency_ns, f["overhead"], f["wire"], f["fill"],
-                         drain, f["total"] + (n - 1) * nbytes / bw, bw, mean_eff, 100 * mean_eff / bw,
-                         len(path) - 1, list(path), list(last.trace), f["bn_edge"], flows)
-        return lone_res, res
+        return CaseResult(f"contention-{n}flows", "contention", last.latency_ns, f["overhead"], f["wire"], f["fill"],
+                          drain, f["total"] + (n - 1) * nbytes / bw, bw, mean_eff, 100 * mean_eff / bw,
+                          len(path) - 1, list(path), list(last.trace), f["bn_edge"], flows)
 
 
 def _invariants(cases: list[CaseResult], lone: CaseResult | None) -> list[dict]:
@@ -299,13 +306,11 @@ def run_probe(topology: str | Path | TopologyGraph, case: str | None = None, *, 
         raise ProbeError(f"unknown probe case {case!r}; valid cases: {', '.join(names)}")
     selected = [c for c in catalog(graph) if case in (None, "all", c.name)]
     results = [probe.measure(c, NBYTES) for c in selected]
-    lone = None
-    for n in _contention_sizes(graph):
-        if case in (None, "all", f"contention-{n}flows"):
-            lone, res = probe.contention(n, NBYTES)
-            if not any(r.name == lone.name for r in results):
-                results.append(lone)
-            results.append(res)
+    flows = [n for n in _contention_sizes(graph) if case in (None, "all", f"contention-{n}flows")]
+    lone = probe.lone(NBYTES) if flows or case == LONE_FLOW else None
+    if lone is not None:  # a contention case is printed beside its lone flow
+        results.append(lone)
+    results += [probe.contention(n, NBYTES) for n in flows]
     rows = []
     if sweep:
         for c in selected:

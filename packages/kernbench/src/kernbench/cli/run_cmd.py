@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import traceback
 from pathlib import Path
 
-from kernbench.cli.paths import output_file
+from kernbench.cli.paths import output_file, plan_outputs, replace_atomically
 from kernbench.cli.progress import Progress
 from kernbench.cli.topo import load_graph
-from kernbench.runtime.bench import BenchError, BenchResult, discover, run_bench
+from kernbench.runtime.bench import BenchError, BenchInfo, BenchResult, discover, run_bench
 from kernbench.runtime.params import parse_assignments
 from kernbench.sim.chrome_trace import write_chrome_trace
 from kernbench.sim.errors import BudgetError
@@ -52,17 +51,22 @@ def _devices(arg: str, sips: int) -> list[int]:
 
 
 def trace_path(trace: str, bench: str) -> Path:
-    """Where ``--trace`` writes: the path itself, or ``<folder>/<bench>.trace.json`` for a folder; checked
-    before the run so an unwritable path fails at once."""
-    path = Path(trace).expanduser()
-    if path.is_dir() or trace.endswith(("/", os.sep)):
-        path = path / f"{bench}.trace.json"
-    parent = path.parent
-    if not parent.is_dir():
-        raise BenchError(f"--trace {trace}: folder {parent} does not exist; create it or choose another path")
-    if path.is_dir() or not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise BenchError(f"--trace {trace}: {path} cannot be written; choose a writable file or folder")
-    return output_file(path, "--trace")
+    """Where ``--trace`` writes: the path itself, or ``<folder>/<bench>.trace.json`` for a folder (an existing
+    one, or a path ending in a separator); missing folders are created, like every output's. Checked before the
+    run so an unwritable path fails at once."""
+    return output_file(trace, "--trace", parents=True, folder_name=f"{bench}.trace.json")
+
+
+def _inputs(topology: str | None) -> dict[str, Path]:
+    """The files ``kernbench run`` reads that an output must not overwrite: a topology file and the ccl.yaml
+    beside it."""
+    if topology is None or not Path(topology).expanduser().is_file():
+        return {}
+    path = Path(topology).expanduser()
+    found = {f"the topology file (--topology {topology})": path}
+    if (path.parent / "ccl.yaml").is_file():
+        found["the ccl.yaml beside the topology"] = path.parent / "ccl.yaml"
+    return found
 
 
 #: ``kernbench run``'s wall-clock budget (s): far beyond any bench within the default event budget.
@@ -102,11 +106,67 @@ def limits_from(max_events: str, max_sim_ns: str, timeout: str, max_records: str
                   number(timeout, "--timeout", False), number(max_records, "--max-records", True))
 
 
-def _print(r: BenchResult) -> None:
-    print(f"bench {r.bench} on device {r.device}: latency {r.latency_ns:,.1f} ns "
-          f"(last op end - first op start, deployment included)")
+def shown_value(value: object) -> str:
+    """A parameter value as ``run`` prints it: an empty text as ``""`` (so ``NAME=""`` is not misread)."""
+    return '""' if value == "" else str(value)
+
+
+def _number(value: object, decimal: bool) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:,.1f}" if decimal else f"{value:,.0f}"
+    return str(value)
+
+
+def _decimal(name: str, values) -> bool:
+    """Whether a metric is shown with one decimal: a time (a name or group ending in ``_ns``) or a fraction;
+    whole counts are shown as integers."""
+    if any(part.endswith("_ns") for part in name.split(".")):
+        return True
+    return not all(isinstance(v, (int, float)) and not isinstance(v, bool) and float(v).is_integer() for v in values)
+
+
+def metric_lines(metrics: dict, notes: dict[str, str] | None = None, rows: str = "") -> list[str]:
+    """The ``metrics`` section of ``kernbench run``: one line per metric with its note, or, when the bench names
+    its parts (``rows``, e.g. "panel") and reports ``PART.metric``, a table with one row per part (one block of
+    columns per metric group such as ``op.*``) followed by the notes of its columns."""
+    notes = notes or {}
+    title = "  metrics (measured by the bench itself"
+    parted = {name: name.partition(".") for name in metrics}
+    table = {name: (part, col) for name, (part, dot, col) in parted.items() if rows and dot}
+    lines = [title + (f", one row per {rows}):" if table else "):")]
+    if table:
+        parts = list(dict.fromkeys(part for part, _ in table.values()))
+        columns = list(dict.fromkeys(col for _, col in table.values()))
+        cells = {(part, col): metrics[name] for name, (part, col) in table.items()}
+        groups: dict[str, list[str]] = {}
+        for col in columns:
+            group, dot, _ = col.partition(".")
+            groups.setdefault(group + ".*" if dot else rows, []).append(col)
+        width = max(len(x) for x in (*parts, *groups)) + 2
+        for head, cols in groups.items():
+            texts = {}
+            for col in cols:
+                values = [cells[p, col] for p in parts if (p, col) in cells]
+                decimal = _decimal(col, values)
+                texts[col] = {p: _number(cells[p, col], decimal) if (p, col) in cells else "-" for p in parts}
+            shown = {col: col.partition(".")[2] if head != rows else col for col in cols}
+            widths = {col: max(len(shown[col]), *(len(t) for t in texts[col].values())) for col in cols}
+            lines.append(f"    {head:{width}s}" + "  ".join(f"{shown[c]:>{widths[c]}s}" for c in cols))
+            lines += [f"    {p:{width}s}" + "  ".join(f"{texts[c][p]:>{widths[c]}s}" for c in cols) for p in parts]
+        lines += [f"    {col}: {notes[col]}" for col in columns if col in notes]
+    for name, value in metrics.items():
+        if name in table:
+            continue
+        text = f"    {name:28s} {_number(value, _decimal(name, [value]))}"
+        lines.append(f"{text}  ({notes[name]})" if name in notes else text)
+    return lines
+
+
+def _print(r: BenchResult, info: BenchInfo | None = None) -> None:
+    print(f"bench {r.bench} on device {r.device}: latency {r.latency_ns:,.1f} ns (op-log window of the whole run: "
+          f"first op start to last op end, deployment included)")
     if r.params:
-        print("  parameters: " + ", ".join(f"{k}={v}" for k, v in r.params.items()))
+        print("  parameters: " + ", ".join(f"{k}={shown_value(v)}" for k, v in r.params.items()))
     print("  ops: " + ", ".join(f"{k} {v}" for k, v in r.op_counts.items()))
     print("  occupancy = time an engine was busy, summed over its PEs; wall = first start to last end")
     for title, group in (("engines", r.engines), ("pipeline stages", r.stages)):
@@ -118,9 +178,8 @@ def _print(r: BenchResult) -> None:
         for name, u in used.items():
             print(f"    {name:16s} {u['occupancy_ns']:14,.1f} {u['wall_ns']:12,.1f} {u['count']:8d}")
     if r.metrics:
-        print("  metrics:")
-        for name, value in r.metrics.items():
-            print(f"    {name:28s} {value:,.1f}" if isinstance(value, float) else f"    {name:28s} {value}")
+        notes, rows = (dict(info.metric_notes), info.metric_rows) if info is not None else ({}, "")
+        print("\n".join(metric_lines(r.metrics, notes, rows)))
     starts = sorted(set(r.pe_exec_start_ns.values()))
     if starts:
         shown = ", ".join(f"{s:,.1f}" for s in starts[:4]) + (", ..." if len(starts) > 4 else "")
@@ -144,9 +203,9 @@ def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_jso
     from kernbench.runtime.params import resolve as resolve_params
 
     resolve_params(info.name, info.params, given)  # refuse bad values before compiling anything
-    out = trace_path(trace, info.name) if trace else None
-    if links:
-        output_file(links, "--links", parents=True)
+    outputs = plan_outputs({"--trace": (trace, f"{info.name}.trace.json"), "--links": (links, None)},
+                           _inputs(topology))
+    out, links_out = outputs.get("--trace"), outputs.get("--links")
     limits = limits_from(*budgets) if budgets is not None else Limits(timeout_s=DEFAULT_TIMEOUT_S)
     if links_top < 0:
         raise BenchError(f"--links-top {links_top} must be 0 or more")
@@ -161,20 +220,22 @@ def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_jso
             results.append(run_bench(info, graph, d, data=data, params=given, observe=progress.watch,
                                      limits=limits))
     if out is not None:
-        write_chrome_trace([rec for r in results for rec in r.records], out)
+        with replace_atomically(out) as part:
+            write_chrome_trace([rec for r in results for rec in r.records], part)
     report = None
     if links or links_top:
         r = results[0]
         report = link_report(r.engine, {"bench": r.bench, "device": r.device, "ok": r.ok,
                                         "latency_ns": r.latency_ns, "topology_file": graph.spec.source})
         if links:
-            write_links(report, links)
+            with replace_atomically(links_out) as part:
+                write_links(report, part)
     if as_json:
         doc = [r.to_json() for r in results]
         print(json.dumps(doc[0] if len(doc) == 1 else doc, indent=2))
     else:
         for r in results:
-            _print(r)
+            _print(r, info)
         if out is not None:
             print(f"  trace written to {out} (open it in Perfetto or chrome://tracing)")
         if links:

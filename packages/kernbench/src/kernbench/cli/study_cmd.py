@@ -6,6 +6,10 @@ Dask), keeps each point in the user cache, writes ``results.json`` and
 from that file. ``--dry-run`` lists each point as ``cached`` or ``runs
 because …`` and runs nothing.
 
+Long stages say on stderr when they start and end (figures being drawn,
+latexmk running); the points' progress is a bar on a terminal and plain
+lines every few seconds elsewhere (:mod:`kernbench.benches.studies.progress`).
+
 ``kernbench report`` draws the report's figures from the results files,
 writes the generated LaTeX (numbers, claims, tables, the hardware table),
 and runs ``latexmk`` into ``out/report/build/kernbench-codesign-report.pdf``.
@@ -21,6 +25,7 @@ from pathlib import Path
 from kernbench.benches.studies.executors import EXECUTORS
 from kernbench.benches.studies.registry import resolve, study_names
 from kernbench.benches.studies.runner import RunOptions, parse_where, plan, run
+from kernbench.cli.progress import announce
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> list[argparse.ArgumentParser]:
@@ -51,7 +56,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> list[argparse.ArgumentParser
                                    "then run latexmk.")
     r.add_argument("--studies", default="out/studies", metavar="DIR",
                    help="folder holding one results folder per study (default: %(default)s)")
-    r.add_argument("--source", default="report", metavar="DIR", help="report sources (default: %(default)s)")
+    r.add_argument("--source", default=None, metavar="DIR",
+                   help="report sources: main.tex, sections/, reference/ (default: those installed with "
+                        "kernbench-benches)")
     r.add_argument("--out", default="out/report", metavar="DIR", help="output folder (default: %(default)s)")
     r.add_argument("--topologies", default=None, metavar="DIR",
                    help="folder holding the topology files (default: ./topologies, else the repository's or the "
@@ -100,12 +107,7 @@ def run_study_command(args: argparse.Namespace) -> int:
     runs = run(plans, options)
     figures = 0
     if not args.no_figures and not args.where:  # the figures need the whole grid
-        from kernbench.benches.studies.figures import render_study
-        from kernbench.benches.studies.results import load
-
-        for r in runs:
-            figures += len(render_study(load(r.results), r.results.parent / "figures",
-                                        topology_dir=options.topology_dir))
+        figures = draw_figures(runs, options.topology_dir)
     wall = time.perf_counter() - t0
     for r in runs:
         print(f"{r.study}: {r.points} points ({r.ran} run, {r.cached} cached) -> {r.results}")
@@ -114,8 +116,32 @@ def run_study_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def draw_figures(runs, topology_dir: Path, stream=None, clock=time.perf_counter) -> int:
+    """Draw each run study's figures beside its results, saying on stderr (``stream``) when each study's drawing
+    starts and ends (drawing takes seconds and prints nothing itself); returns the number of figure files."""
+    from kernbench.benches.studies.figures import render_study
+    from kernbench.benches.studies.results import load
+
+    total = 0
+    for r in runs:
+        folder = r.results.parent / "figures"
+        announce(f"{r.study}: drawing figures into {folder}", stream)
+        t0 = clock()
+        files = len(render_study(load(r.results), folder, topology_dir=topology_dir))
+        announce(f"{r.study}: {files} figure files in {clock() - t0:.1f} s", stream)
+        total += files
+    return total
+
+
 def run_report_command(args: argparse.Namespace) -> int:
     """``kernbench report``: generated LaTeX and figures from the results, then latexmk (unless --no-pdf)."""
+    from kernbench.benches.studies.report.build import no_empty_folders_on_failure
+
+    with no_empty_folders_on_failure(args.out):  # a failed run leaves no empty out/report behind
+        return _report(args)
+
+
+def _report(args: argparse.Namespace) -> int:
     from kernbench.benches.studies.report.build import build_pdf, generate, latexmk, pdf_stats
     from kernbench.cli.paths import output_dir
 
@@ -123,10 +149,16 @@ def run_report_command(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     if not args.no_pdf:
         latexmk()  # fail before generating anything when TeX is missing
-    gen = generate(Path(args.studies), Path(args.source), Path(args.out), topology_dir(args.topologies))
+    from kernbench.benches.studies.results import RESULTS_JSON, load
+
+    for name in study_names():  # a missing or malformed results file: one error line, before the progress lines
+        load(Path(args.studies) / name / RESULTS_JSON)
+    announce(f"report: drawing figures and writing the generated LaTeX into {Path(args.out) / 'tex'}")
+    gen = generate(Path(args.studies), args.source, Path(args.out), topology_dir(args.topologies))
     if args.no_pdf:
         print(f"report sources: {gen.main} ({len(gen.numbers.items)} numbers), {time.perf_counter() - t0:.1f} s")
         return 0
+    announce(f"report: running latexmk into {Path(args.out) / 'build'}")
     pdf = build_pdf(gen, Path(args.out))
     st = pdf_stats(Path(args.out))
     print(f"report: {pdf} ({st.pages} pages, {st.figures} figures, {st.tables} tables, {len(gen.numbers.items)} "
