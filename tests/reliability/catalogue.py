@@ -555,7 +555,8 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if stale else 0
 
 
-__import__("runpy").run_path(str(Path(__file__).with_name("round2.py")))["extend"](sys.modules[__name__])  # round 2
+for _round in sorted(Path(__file__).parent.glob("round*.py")):  # later rounds: each module adds its entries
+    __import__("runpy").run_path(str(_round))["extend"](sys.modules[__name__])
 
 if __name__ == "__main__":
     sys.exit(main())
