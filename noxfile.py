@@ -6,7 +6,8 @@
     nox -s demo         the main job on the default topology
     nox -s docs         the Sphinx site, warnings as errors
     nox -s golden       golden op-log digests of every bench (-- --update rewrites them)
-    nox -s benchmarks   simulator-speed benchmarks (not part of pass/fail)
+    nox -s mutation     the mutation score: realistic one-line bugs the tests must catch (tests/mutation/)
+    nox -s benchmarks   simulator-speed benchmarks into out/benchmarks/ (not part of pass/fail)
     nox -s studies      the milestone studies (cached) into out/studies/ [-- kernbench study options]
     nox -s report       studies + figures + generated LaTeX + latexmk -> out/report/build/kernbench-codesign-report.pdf
     nox -s build        a wheel and an sdist of every package into dist/
@@ -44,8 +45,9 @@ PACKAGES = {
 TEST_DEPS = ["pytest>=8", "hypothesis>=6"]
 #: The viewer's browser tests drive Debian's chromium/chromium-driver (installed by .ci/run) through selenium.
 BROWSER_DEPS = ["selenium>=4.10"]
-#: Optional extras installed with a package wherever its tests run (the studies' Dask executor).
-EXTRAS = {"kernbench-benches": "[dask]"}
+#: Optional extras installed with a package wherever its tests run (the studies' Dask executor; the topology's
+#: drawing tests need matplotlib, its `draw` extra).
+EXTRAS = {"kernbench-topology": "[draw]", "kernbench-benches": "[dask]"}
 TEX_PACKAGES = "latexmk texlive-latex-recommended texlive-latex-extra texlive-science poppler-utils"
 
 
@@ -86,10 +88,18 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """The main job: compile the default topology, write its diagrams, run the probe and a composite GEMM."""
+    """The main job: compile the default topology, write its diagrams, run the probe and a composite GEMM. Each
+    step is announced first; the install stays quiet (its output only shows when it fails)."""
+    session.log(f"demo 1/4: installing the {len(PACKAGES)} kernbench packages and their dependencies (numpy, simpy, "
+                f"matplotlib, ...) into this session's virtual environment; the first time this can take a few minutes "
+                f"and prints nothing until it is done")
     session.install(*[f"./packages/{n}" for n in PACKAGES], silent=True)
+    session.log("demo 2/4: compiling the default topology and writing its four diagrams to out/diagrams/")
     session.run("kernbench", "topology", "--diagrams", "out/diagrams")
+    session.log("demo 3/4: running the probe (host and PE-DMA transfers against their formula, then its invariants)")
     session.run("kernbench", "probe", "--strict")
+    session.log("demo 4/4: running the matmul-composite bench (a 512x512x512 GEMM on one PE) and writing its trace "
+                "to out/matmul-composite.trace.json")
     session.run("kernbench", "run", "--bench", "matmul-composite", "--trace", "out/")
     session.log("next: kernbench list --params | kernbench run --bench gqa-headline | nox -s report")
 
@@ -100,6 +110,15 @@ def golden(session: nox.Session) -> None:
     moves needs a commit message naming the model change that moved it."""
     session.install(*[f"./packages/{n}" for n in PACKAGES])
     session.run("python", "tests/golden/oplog_digest.py", *session.posargs)
+
+
+@nox.session
+def mutation(session: nox.Session) -> None:
+    """Apply each curated one-line bug of tests/mutation/mutations.py to a private copy of the tree and run the
+    tests meant to catch it; fails below a 90 % score. `-- --jobs 2 --only ID` and the script's other options."""
+    _install_tree(session, list(PACKAGES))
+    session.install(*BROWSER_DEPS)
+    session.run("python", "tests/mutation/mutate.py", *(session.posargs or ["--jobs", "2"]))
 
 
 @nox.session
@@ -150,7 +169,9 @@ def _ensure_debian_packages(session: nox.Session, commands: tuple[str, ...], pac
 @nox.session
 def report(session: nox.Session) -> None:
     """The codesign report: the studies (cached), their figures, the generated LaTeX, then latexmk into
-    out/report/build/kernbench-codesign-report.pdf. Installs TeX from Debian packages (apt-get) when missing."""
+    out/report/build/kernbench-codesign-report.pdf. Installs TeX from Debian packages (apt-get) when missing.
+    The hand-written LaTeX is package data of kernbench-benches (its studies/report/tex/ folder, ADR 0030), so
+    the report is built from the sources installed into this session, as from any installed kernbench."""
     _ensure_debian_packages(session, ("latexmk", "pdflatex", "pdftotext"), TEX_PACKAGES)
     session.install(*[f"./packages/{n}{EXTRAS.get(n, '')}" for n in PACKAGES])
     session.run("kernbench", "study", "all", *session.posargs)
@@ -159,7 +180,14 @@ def report(session: nox.Session) -> None:
 
 #: A command that shows each installed package works on its own (run in the package's fresh venv).
 SMOKE = {
-    "kernbench-topology": "from kernbench.topology import builtin; g = builtin(); print(len(g.nodes), 'nodes')",
+    # alone, the compiler has no drawing dependency: matplotlib is absent and a drawing call names the extra
+    "kernbench-topology": ("import importlib.util, tempfile\nfrom kernbench.topology import builtin, emit_diagrams\n"
+                           "from kernbench.topology.diagrams import DrawingUnavailableError\n"
+                           "g = builtin(); print(len(g.nodes), 'nodes')\n"
+                           "assert importlib.util.find_spec('matplotlib') is None, 'matplotlib came along'\n"
+                           "with tempfile.TemporaryDirectory() as d:\n    try:\n        emit_diagrams(g, d)\n"
+                           "    except DrawingUnavailableError as exc:\n        print(exc)\n    else:\n"
+                           "        raise SystemExit('drew without matplotlib')"),
     "kernbench-sim": "from kernbench.sim import GraphEngine, MemoryWriteMsg; print(GraphEngine.__name__)",
     "kernbench-components": ("from kernbench.components import default_registry\n"
                              "from kernbench.sim import GraphEngine\nfrom kernbench.topology import builtin\n"
@@ -168,11 +196,17 @@ SMOKE = {
                           "    print(t.to_numpy(t.from_numpy(np.ones(4, np.float16)))[0])"),
     "kernbench-ccl": ("from kernbench.runtime import session\nwith session() as t:\n"
                       "    print(type(t.distributed).__name__)"),
-    "kernbench-benches": "from kernbench.runtime.bench import discover; print(len(discover().benches), 'benches')",
+    # the report's LaTeX sources come with the wheel, so `kernbench report` builds from any folder
+    "kernbench-benches": ("from kernbench.runtime.bench import discover; print(len(discover().benches), 'benches')\n"
+                          "from kernbench.benches.studies.report.build import source_dir\nsrc = source_dir(None)\n"
+                          "assert (src / 'main.tex').is_file() and len(list((src / 'sections').glob('*.tex'))) >= 10\n"
+                          "print('report sources:', src)"),
     "kernbench": "import kernbench.cli; print(kernbench.cli.__version__)",
 }
 #: Packages whose unit tests are also run from their unpacked sdist (the others need siblings' test data).
 SDIST_TESTED = ("kernbench-topology", "kernbench-sim", "kernbench-components")
+#: Extras a package's own unit tests need on top of the package (its drawing tests need matplotlib).
+SDIST_TEST_EXTRAS = {"kernbench-topology": "[draw]"}
 
 
 def _version(package: str) -> str:
@@ -194,10 +228,18 @@ def build(session: nox.Session) -> None:
 def packaging(session: nox.Session) -> None:
     """Every package alone from dist/ in a fresh venv (PyPI for third-party dependencies): import, smoke command;
     `kernbench probe --strict` and `kernbench run --bench matmul-composite` from a folder outside the repository;
-    the unit tests of a few packages run from their unpacked sdist."""
+    the unit tests of a few packages run from their unpacked sdist. The temporary folder holding the venvs (about
+    170 MB) is removed at the end, also when a step fails."""
     build(session)
-    dist = Path("dist").resolve()
     work = Path(tempfile.mkdtemp(prefix="kernbench-packaging-"))
+    try:
+        _check_packages(session, Path("dist").resolve(), work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _check_packages(session: nox.Session, dist: Path, work: Path) -> None:
+    """The packaging session's checks, with every venv and file under ``work``."""
     pip = ("-m", "pip", "install", "--quiet", "--disable-pip-version-check")
     uv = shutil.which("uv")
     for package in PACKAGES:
@@ -218,7 +260,9 @@ def packaging(session: nox.Session) -> None:
             stem = f"{package.replace('-', '_')}-{_version(package)}"
             with tarfile.open(dist / f"{stem}.tar.gz") as sdist:
                 sdist.extractall(work / "sdists", filter="data")
-            session.run(*install, *TEST_DEPS, external=True)
+            extra = SDIST_TEST_EXTRAS.get(package)
+            with_extra = (f"{package}{extra}=={_version(package)}",) if extra else ()
+            session.run(*install, "--find-links", str(dist), *TEST_DEPS, *with_extra, external=True)
             with session.chdir(work / "sdists" / stem):
                 session.run(py, "-m", "pytest", "-q", "-m", "not slow", "-p", "no:cacheprovider", "tests",
                             external=True, env={"KERNBENCH_CACHE_DIR": str(work / "cache")})
