@@ -20,7 +20,7 @@ from kernbench.ccl import (
     UnsupportedBackendError,
     UnsupportedOpError,
 )
-from kernbench.ccl.config import PACKAGED
+from kernbench.ccl.config import PACKAGED, register_algorithm
 from kernbench.runtime import DPPolicy, RuntimeApiError, RuntimeContext
 from kernbench.topology.address import decode
 from kernbench.topology.errors import KernbenchError
@@ -57,7 +57,7 @@ def write_module(tmp_path, monkeypatch, name: str, body: str) -> str:
     (tmp_path / f"{name}.py").write_text(textwrap.dedent(body))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, name, raising=False)
-    return name
+    return register_algorithm(name)  # a ccl.yaml may name registered algorithm modules only
 
 
 @pytest.fixture
@@ -221,6 +221,7 @@ def test_an_algorithm_that_does_not_support_the_sip_topology_is_refused(ctx, tmp
 def test_an_unimportable_algorithm_module_is_a_config_error(ctx, tmp_path, monkeypatch, module):
     write_module(tmp_path, monkeypatch, "ccl_algo_imports_missing", "import ccl_dependency_that_is_not_there\n")
     monkeypatch.delitem(sys.modules, module, raising=False)
+    register_algorithm(module)  # registered by name, so the import is tried (and fails)
     with pytest.raises(CclConfigError, match="cannot import algorithm module") as exc:
         ctx.distributed.init_process_group(config=write_ccl(tmp_path, module=module))
     assert module in str(exc.value)

@@ -15,7 +15,7 @@ direction outside a process group, e.g. ring attention over a cube ring).
 from functools import partial
 from importlib import metadata as _metadata
 
-from kernbench.ccl.config import AlgorithmConfig, CclConfigError
+from kernbench.ccl.config import AlgorithmConfig, CclConfigError, register_algorithm
 from kernbench.ccl.distributed import (
     CollectiveError,
     DistributedContext,
@@ -41,4 +41,5 @@ __all__ = [
     "AlgorithmConfig", "CclConfigError", "CollectiveError", "DeviceApi", "DistributedContext", "Installation",
     "Launcher", "NeighbourError", "NotInitializedError", "ReduceOp", "UnsupportedBackendError",
     "UnsupportedOpError", "__version__", "collective_span_ns", "install", "install_extension",
+    "register_algorithm",
 ]

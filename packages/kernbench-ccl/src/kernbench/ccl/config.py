@@ -14,18 +14,34 @@ without one uses the copy shipped in this package. Layout::
 
 World size resolution: the algorithm's ``world_size``, else the defaults',
 else the topology's SIP count.
+
+An entry's ``module`` must be a *registered* algorithm module, checked by
+name before anything is imported (a ``ccl.yaml`` is data, often someone
+else's, and importing a module runs its code): the modules shipped in
+``kernbench.ccl.algorithms``, the modules named by the entry-point group
+``kernbench.ccl_algorithms`` of an installed package (the entry point's
+value is the module), and the modules a script registered with
+:func:`register_algorithm` before ``init_process_group``.
 """
 
 from __future__ import annotations
 
+import pkgutil
+import threading
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
+from types import ModuleType
 
 from kernbench.components.pe.ipcq import BUFFER_KINDS
 from kernbench.topology.errors import KernbenchError
 from kernbench.topology.safe_yaml import load_yaml, quote
 
 PACKAGED = Path(__file__).with_name("ccl.yaml")
+SHIPPED_PACKAGE = "kernbench.ccl.algorithms"
+ENTRY_POINT_GROUP = "kernbench.ccl_algorithms"
+_REGISTERED: dict[str, ModuleType | None] = {}  # module name -> the module object given, or None (a name only)
+_REGISTRY_LOCK = threading.Lock()
 
 
 class CclConfigError(KernbenchError):
@@ -41,6 +57,55 @@ class AlgorithmConfig:
     buffer_kind: str
     world_size: int | None
     source: str
+
+
+def register_algorithm(module: ModuleType | str) -> str:
+    """Let a ``ccl.yaml`` name ``module`` (a module object, or a dotted module name imported only when an entry
+    using it is initialised) as an algorithm module; returns the name to write under ``module:``."""
+    if isinstance(module, ModuleType):
+        name = module.__name__
+    elif isinstance(module, str) and all(part.isidentifier() for part in module.split(".")):
+        name = module
+    else:
+        raise CclConfigError(f"register_algorithm: expected a module or a dotted module name, got {quote(module)}")
+    with _REGISTRY_LOCK:
+        if isinstance(module, ModuleType) or _REGISTERED.get(name) is None:
+            _REGISTERED[name] = module if isinstance(module, ModuleType) else None
+    return name
+
+
+def registered_module(name: str) -> ModuleType | None:
+    """The module object registered under ``name`` with :func:`register_algorithm`, if one was given."""
+    return _REGISTERED.get(name)
+
+
+def shipped_algorithms() -> list[str]:
+    """The algorithm modules shipped in ``kernbench.ccl.algorithms`` (found on disk, nothing imported)."""
+    folder = Path(__file__).with_name("algorithms")
+    return sorted(f"{SHIPPED_PACKAGE}.{m.name}" for m in pkgutil.iter_modules([str(folder)]) if not m.ispkg)
+
+
+def entry_point_algorithms() -> list[str]:
+    """The modules named by the ``kernbench.ccl_algorithms`` entry points of installed packages (not imported)."""
+    return sorted({ep.module for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)})
+
+
+def known_algorithms() -> list[str]:
+    """Every module a ``ccl.yaml`` may name: shipped, declared by an entry point, or registered in this process."""
+    with _REGISTRY_LOCK:
+        registered = set(_REGISTERED)
+    return sorted(set(shipped_algorithms()) | set(entry_point_algorithms()) | registered)
+
+
+def check_registered(module: str, name: str, source: str) -> None:
+    """Refuse, by name and before any import, an algorithm module that is not registered."""
+    known = known_algorithms()
+    if module in known:
+        return
+    raise CclConfigError(f"{source}: algorithm {quote(name)} names module {quote(module)}, which is not a registered "
+                         f"algorithm module, so it is not imported (known: {', '.join(known)}); register your own "
+                         f"with kernbench.ccl.register_algorithm(module) before init_process_group, or in the "
+                         f"{quote(ENTRY_POINT_GROUP)} entry-point group of an installed package")
 
 
 def config_path(topology_source: str) -> Path:
@@ -82,4 +147,5 @@ def load(path: Path | str, algorithm: str | None = None) -> AlgorithmConfig:
     kind = entry.get("buffer_kind", defaults.get("buffer_kind", "tcm"))
     if kind not in BUFFER_KINDS:
         raise CclConfigError(f"{path}: buffer_kind {quote(kind)} is not one of {', '.join(BUFFER_KINDS)}")
+    check_registered(entry["module"], name, str(path))
     return AlgorithmConfig(name, entry["module"], kind, world, str(path))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-from kernbench.ccl.config import AlgorithmConfig, CclConfigError, config_path, load
+from kernbench.ccl.config import AlgorithmConfig, CclConfigError, check_registered, config_path, load, registered_module
 from kernbench.ccl.install import Installation, install
 from kernbench.ccl.neighbours import intercube_multisip, sip_grid
 from kernbench.runtime import RuntimeContext, Tensor
@@ -231,8 +231,9 @@ def _itemsize(dtype: str) -> int:
 
 
 def _import_algorithm(cfg: AlgorithmConfig):
+    check_registered(cfg.module, cfg.name, cfg.source)  # an AlgorithmConfig built by hand is checked too
     try:
-        module = importlib.import_module(cfg.module)
+        module = registered_module(cfg.module) or importlib.import_module(cfg.module)
     except Exception as exc:  # ImportError, or the module itself failing while it is imported
         raise CclConfigError(f"{cfg.source}: cannot import algorithm module {cfg.module!r} of {cfg.name!r}: "
                              f"{type(exc).__name__}: {exc}") from None

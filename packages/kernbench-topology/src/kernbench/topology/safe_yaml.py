@@ -54,6 +54,16 @@ def quote(value: Any) -> str:
     return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS - 3] + "..."
 
 
+def printable(text: str, keep: str = "") -> str:
+    """``text`` safe to print to a terminal: every character a terminal could act on or hide (C0 and C1 controls
+    such as ESC, DEL, bidi overrides and other format characters, line separators) is shown as its Python escape
+    (``\\x1b``, ``\\u202e``), as :func:`quote` shows it; the characters in ``keep`` (e.g. ``"\\n"`` for a
+    table of several lines) are left alone. Use it for every piece of user input the CLI prints outside quote."""
+    if text.isprintable() and not keep:
+        return text
+    return "".join(ch if ch.isprintable() or ch in keep else repr(ch)[1:-1] for ch in text)
+
+
 class _Abort(Exception):
     """A limit was hit while parsing; carries the one-line reason and the line (1-based, 0 = unknown)."""
 
@@ -204,4 +214,4 @@ def load_yaml(data: str | bytes, source: str, error: type[KernbenchError] = Spec
             loader.dispose()
 
 
-__all__ = ["MAX_BYTES", "decode_text", "load_yaml", "quote"]
+__all__ = ["MAX_BYTES", "decode_text", "load_yaml", "printable", "quote"]

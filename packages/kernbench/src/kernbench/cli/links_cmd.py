@@ -19,6 +19,7 @@ from kernbench.cli.topo import load_graph
 from kernbench.sim.links import LinksFileError, LinksReport, check_topology, format_top, read_links
 from kernbench.topology import TopologyGraph
 from kernbench.topology.heatmap import SCOPES, HeatmapInfo, write_heatmap
+from kernbench.topology.safe_yaml import printable
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -72,15 +73,16 @@ def run_links(args: argparse.Namespace) -> int:
     if args.top < 0:
         raise LinksFileError(f"--top {args.top} must be 0 or more")
     if args.top:
-        print(format_top(report.busiest(args.top), report.title, report.window_ns))
+        # the title, link names and kinds come from the file: escape what a terminal would act on
+        print(printable(format_top(report.busiest(args.top), report.title, report.window_ns), keep="\n"))
     if args.heatmap:
-        print(f"kernbench links: drawing the heatmap into {args.heatmap} …", file=sys.stderr, flush=True)
+        print(f"kernbench links: drawing the heatmap into {printable(args.heatmap)} …", file=sys.stderr, flush=True)
         graph = topology_of(report, args.topology, f"links file {args.file}")
         info = draw(report, graph, args.heatmap, args.scope, args.sip, args.cube)
         where = {"system": "the whole tray", "sip": f"SIP {info.sip}",
                  "cube": f"SIP {info.sip} cube {info.cube}"}[info.scope]
         busiest = (f"; busiest link shown: {info.busiest_drawn[0]} → {info.busiest_drawn[1]} "
                    f"({100 * info.busiest_drawn[2]:.1f} %)") if info.busiest_drawn else "; no link carried traffic"
-        print(f"heatmap of {where} ({info.drawn} links drawn; {info.traffic_drawn} of the {info.traffic} links "
-              f"that carried traffic) written to {info.path}{busiest}")
+        print(printable(f"heatmap of {where} ({info.drawn} links drawn; {info.traffic_drawn} of the {info.traffic} "
+                        f"links that carried traffic) written to {info.path}{busiest}"))
     return 0

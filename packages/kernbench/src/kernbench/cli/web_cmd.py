@@ -34,6 +34,7 @@ def run_web(args: argparse.Namespace) -> int:
     from kernbench.cli.web import ViewerInputError, ViewerServer, ViewerState, export_viewer, is_loopback
     from kernbench.cli.web.model import load_links, read_run
     from kernbench.sim.links import read_links
+    from kernbench.topology.safe_yaml import printable
 
     if args.view not in LEVELS:
         raise ViewerInputError(f"unknown view {args.view!r} for --view; use one of {', '.join(LEVELS)}")
@@ -47,24 +48,25 @@ def run_web(args: argparse.Namespace) -> int:
     if topology is None and args.links:
         named = read_links(args.links).run.get("topology_file")
         topology = str(named) if named and (str(named).startswith("builtin:") or Path(str(named)).exists()) else None
-    print(f"kernbench web: compiling {topology or 'the builtin default topology'} …", file=sys.stderr, flush=True)
+    print(f"kernbench web: compiling {printable(topology or 'the builtin default topology')} …", file=sys.stderr,
+          flush=True)
     graph = load_graph(topology)
     initial = {"view": args.view}
     if args.export:
         run = read_run(args.run) if args.run else None
         links = load_links(args.links, graph) if args.links else None
         written = export_viewer(graph, args.export, run=run, links=links, initial=initial)
-        print(f"viewer written to {written[0].parent} (open {written[0]} in a browser)")
+        print(printable(f"viewer written to {written[0].parent} (open {written[0]} in a browser)"))
         return 0
     host = "127.0.0.1" if args.host is None else args.host
     if not is_loopback(host):
-        print(f"kernbench web: warning: listening on {host}, which other machines may reach; the viewer has no "
-              f"authentication{'' if args.no_runs else ' and can start simulations (--no-runs disables that)'}",
+        print(f"kernbench web: warning: listening on {printable(host)}, which other machines may reach; the viewer "
+              f"has no authentication{'' if args.no_runs else ' and can start simulations (--no-runs disables that)'}",
               file=sys.stderr)
     state = ViewerState(graph, args.run, args.links, allow_runs=not args.no_runs, initial=initial,
                         debug=getattr(args, "debug", False))
     server = ViewerServer(state, host, args.port)
-    print(f"kernbench web: serving {graph.spec.name} at {server.url}", flush=True)
+    print(f"kernbench web: serving {printable(graph.spec.name)} at {printable(server.url)}", flush=True)
     print("kernbench web: press Ctrl-C to stop", file=sys.stderr, flush=True)
     server.serve()
     return 0

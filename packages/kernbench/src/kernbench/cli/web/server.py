@@ -23,7 +23,15 @@ reader's one-line message, never a traceback. ``POST /api/run`` needs the
 ``X-Kernbench: run`` header and a JSON body (a cross-site page cannot send
 either without a CORS preflight, which this server never grants), and every
 request must name a loopback ``Host`` while the server listens on loopback
-(no DNS rebinding).
+(no DNS rebinding). Every spelling of a loopback address counts as loopback
+(``127.1``, ``0x7f.1``, ``::ffff:127.0.0.1``), and a request with two
+``Host`` headers is refused (400) rather than judged by one of them.
+
+Hostile clients: each connection has a read timeout (``timeout``, 10 s by
+default) and at most ``max_connections`` (32) are served at once; more get
+a 503 and are closed. A run request nested deeper than ``MAX_JSON_DEPTH``
+is a 400, found before the JSON parser recurses. A client that resets or
+drops its connection, or times out, is forgotten without a console line.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 import socket
 import sys
 import threading
@@ -51,17 +60,60 @@ TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=u
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 MAX_BODY = 4096
+MAX_JSON_DEPTH = 8  # the run request is one flat object; anything deeper is not from the viewer page
+TIMEOUT_S = 10.0
+MAX_CONNECTIONS = 32
 LOOPBACK_NAMES = ("localhost",)
+_INET_ATON = re.compile(r"[0-9a-fA-FxX.]+")  # what the C inet_aton reads as an IPv4 address (127.1, 0x7f.1, ...)
+
+
+def address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """``host`` as an IP address, in every spelling the socket layer accepts (``127.1``, ``0177.0.0.1``,
+    ``[::1]``), an IPv4-mapped IPv6 address as its IPv4 address; None for a name or nonsense."""
+    host = host.strip("[]")
+    try:
+        addr = ipaddress.ip_address(host)
+    except ValueError:
+        if not _INET_ATON.fullmatch(host):
+            return None
+        try:
+            addr = ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return None
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return addr.ipv4_mapped
+    return addr
 
 
 def is_loopback(host: str) -> bool:
-    """Whether ``host`` (an address or ``localhost``) is a loopback address."""
-    if host in LOOPBACK_NAMES:
+    """Whether ``host`` (an address in any spelling, or ``localhost``) is a loopback address."""
+    if host.lower() in LOOPBACK_NAMES:
         return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+    addr = address(host)
+    return addr is not None and addr.is_loopback
+
+
+def json_depth(raw: bytes) -> int:
+    """How deeply the arrays and objects of the JSON text ``raw`` nest (brackets inside strings not counted);
+    a linear scan, so a hostile body is measured without recursion."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # closing quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):  # ] }
+            depth -= 1
+    return deepest
 
 
 def asset(name: str) -> bytes:
@@ -158,6 +210,11 @@ def _handler(state: ViewerState, allowed_hosts: frozenset[str] | None) -> type[B
         server_version = "kernbench-web"
         sys_version = ""
 
+        @property
+        def timeout(self) -> float:
+            """The read timeout of this connection (``StreamRequestHandler.setup`` applies it to the socket)."""
+            return self.server.request_timeout
+
         def log_message(self, format: str, *args) -> None:
             """Quiet: no line per request (errors reach the page instead)."""
 
@@ -181,6 +238,11 @@ def _handler(state: ViewerState, allowed_hosts: frozenset[str] | None) -> type[B
             self._send(HTTPStatus.NOT_FOUND, body, TYPES[".html"])
 
         def _host_ok(self) -> bool:
+            if len(self.headers.get_all("Host") or ()) > 1:  # never judge a request by one of two names
+                self.close_connection = True
+                self._send(HTTPStatus.BAD_REQUEST, b"a request may carry one Host header only\n",
+                           "text/plain; charset=utf-8")
+                return False
             if allowed_hosts is None:
                 return True
             host = (self.headers.get("Host") or "").lower()
@@ -193,6 +255,8 @@ def _handler(state: ViewerState, allowed_hosts: frozenset[str] | None) -> type[B
         def _guard(self, fn) -> None:
             try:
                 fn()
+            except (ConnectionError, TimeoutError):
+                raise  # the client went away: nothing to answer (the server forgets it quietly)
             except KernbenchError as exc:
                 self._json(HTTPStatus.UNPROCESSABLE_ENTITY, {"error": str(exc)})
             except Exception as exc:  # a bug: answer without a traceback, show it on the console with --debug
@@ -239,9 +303,14 @@ def _handler(state: ViewerState, allowed_hosts: frozenset[str] | None) -> type[B
             if not 0 < length <= MAX_BODY:
                 self._json(HTTPStatus.BAD_REQUEST, {"error": f"the run request must be 1..{MAX_BODY} bytes of JSON"})
                 return
+            raw = self.rfile.read(length)
+            if json_depth(raw) > MAX_JSON_DEPTH:
+                self._json(HTTPStatus.BAD_REQUEST,
+                           {"error": f"the run request nests deeper than {MAX_JSON_DEPTH} levels"})
+                return
             try:
-                body = json.loads(self.rfile.read(length))
-            except (json.JSONDecodeError, UnicodeDecodeError):
+                body = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
                 self._json(HTTPStatus.BAD_REQUEST, {"error": "the run request is not valid JSON"})
                 return
             if not isinstance(body, dict):
@@ -252,7 +321,57 @@ def _handler(state: ViewerState, allowed_hosts: frozenset[str] | None) -> type[B
     return Handler
 
 
-class _Server6(ThreadingHTTPServer):
+BUSY_BODY = b"the viewer is busy: too many open connections; try again\n"
+BUSY = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(BUSY_BODY), BUSY_BODY))
+
+
+class _Server(ThreadingHTTPServer):
+    """The threading server, with a cap on the connections served at once and quiet disconnects."""
+
+    daemon_threads = True
+    request_timeout = TIMEOUT_S
+    debug = False
+
+    def limit(self, max_connections: int) -> None:
+        """Serve at most ``max_connections`` connections at once; the next ones get a 503 and are closed."""
+        self._slots = threading.BoundedSemaphore(max_connections)
+
+    def process_request(self, request, client_address) -> None:
+        """Start a thread for the connection if a slot is free, else answer 503 and close it."""
+        if not self._slots.acquire(blocking=False):
+            try:
+                request.settimeout(1.0)
+                request.sendall(BUSY)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address) -> None:
+        """Serve one connection in its thread and free its slot."""
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that reset, dropped or timed out its connection is forgotten quietly; anything else is one
+        line on the console (with the traceback under ``--debug``)."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            return
+        print(f"kernbench web: error while answering a request: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if self.debug:
+            traceback.print_exc()
+
+
+class _Server6(_Server):
     """The threading server on an IPv6 address (``::1``, or ``::`` when given explicitly)."""
 
     address_family = socket.AF_INET6
@@ -264,10 +383,12 @@ class PortInUseError(ViewerInputError):
 
 class ViewerServer:
     """A viewer on ``host:port`` (port 0: any free port). :meth:`start` serves in a thread, :meth:`serve`
-    blocks; :attr:`url` is the address to open."""
+    blocks; :attr:`url` is the address to open. ``timeout`` is each connection's read timeout in seconds,
+    ``max_connections`` the number served at once."""
 
-    def __init__(self, state: ViewerState, host: str = "127.0.0.1", port: int = 8765) -> None:
-        server_class = _Server6 if ":" in host else ThreadingHTTPServer
+    def __init__(self, state: ViewerState, host: str = "127.0.0.1", port: int = 8765, *,
+                 timeout: float = TIMEOUT_S, max_connections: int = MAX_CONNECTIONS) -> None:
+        server_class = _Server6 if ":" in host else _Server
         try:
             self.httpd = server_class((host.strip("[]"), port), _handler(state, None))
         except OSError as exc:
@@ -276,10 +397,17 @@ class ViewerServer:
                                      f"(--port 0 picks one)") from None
             raise ViewerInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; check --host and "
                                    f"--port") from None
-        self.httpd.daemon_threads = True
+        self.httpd.limit(max_connections)
+        self.httpd.request_timeout, self.httpd.debug = timeout, state.debug
         self.host, self.port = host.strip("[]"), self.httpd.server_address[1]
-        if is_loopback(host):  # answer only requests that name a loopback host (no DNS rebinding)
-            names = {"localhost", "127.0.0.1", "[::1]", f"[{host}]" if ":" in host else host.lower()}
+        if is_loopback(host):  # answer only requests that name a loopback host, in any spelling (no DNS rebinding)
+            try:
+                canonical = str(ipaddress.ip_address(self.host)) if ":" in self.host else None
+            except ValueError:  # e.g. a scoped address the socket layer accepted
+                canonical = None
+            names = {"localhost", "127.0.0.1", "[::1]", f"[{self.host.lower()}]" if ":" in host else host.lower()}
+            if canonical:
+                names.add(f"[{canonical}]")
             self.httpd.RequestHandlerClass = _handler(state, frozenset(f"{n}:{self.port}" for n in names))
         self._thread: threading.Thread | None = None
 
@@ -313,4 +441,5 @@ class ViewerServer:
             self._thread.join(timeout=5)
 
 
-__all__ = ["ASSETS", "PortInUseError", "ViewerServer", "ViewerState", "asset", "is_loopback"]
+__all__ = ["ASSETS", "PortInUseError", "ViewerServer", "ViewerState", "address", "asset", "is_loopback",
+           "json_depth"]
