@@ -250,9 +250,10 @@ def test_root_must_be_a_mapping(tmp_path):
     assert str(bad) in str(info.value)
 
 
-def test_empty_file_gives_defaults(tmp_path):
+def test_empty_mapping_gives_defaults(tmp_path):
+    """``{}`` asks for every default; an empty file is refused (tests/test_hostile_cli_round2.py)."""
     empty = tmp_path / "empty.yaml"
-    empty.write_text("", encoding="utf-8")
+    empty.write_text("{}\n", encoding="utf-8")
     s = load_spec(empty)
     assert s.system.sips.count == 2
     assert s.source == str(empty)

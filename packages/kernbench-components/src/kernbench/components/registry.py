@@ -49,6 +49,14 @@ BUILTIN = (
 )
 
 
+#: The node types each built-in implementation may be bound to (checked by ``ComponentRegistry.check``).
+SERVES = {
+    "forwarding": ("switch", "io_noc", "io_ucie", "ucie_phy", "router"),
+    "host": ("host_cpu",),
+    **{name: (name,) for name, _ in BUILTIN if name not in ("forwarding", "host")},
+}
+
+
 #: Message kinds the built-in components add to the fabric's own transfers.
 MESSAGES = (LAUNCH_KIND, MMU_MAP_KIND)
 
@@ -79,7 +87,7 @@ def plugin_components() -> tuple[tuple[tuple[str, object], ...], tuple[str, ...]
 def default_registry(plugins: bool = True) -> ComponentRegistry:
     """A fresh registry holding every built-in implementation and message kind, plus (with ``plugins``) every
     installed component plugin."""
-    registry = ComponentRegistry(BUILTIN, MESSAGES)
+    registry = ComponentRegistry(BUILTIN, MESSAGES, SERVES)
     if plugins:
         found, problems = plugin_components()
         for name, factory in found:

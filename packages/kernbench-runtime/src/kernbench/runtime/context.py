@@ -60,7 +60,14 @@ from kernbench.runtime.allocator import FreeList, PEMemAllocator, VirtualAllocat
 from kernbench.runtime.extensions import EXTENSIONS, ExtensionRegistry
 from kernbench.runtime.placement import DPPolicy, Shard, resolve_shards
 from kernbench.sim import ComponentRegistry, GraphEngine, MemoryReadMsg, MemoryWriteMsg, Request
-from kernbench.sim.limits import DEFAULT_MAX_EVENTS, DEFAULT_MAX_RECORDS, DEFAULT_MAX_SIM_NS, Limits, watchdog
+from kernbench.sim.limits import (
+    DEFAULT_MAX_EVENTS,
+    DEFAULT_MAX_RECORDS,
+    DEFAULT_MAX_SIM_NS,
+    DEFAULT_SESSION_TIMEOUT_S,
+    Limits,
+    watchdog,
+)
 from kernbench.sim.links import LinkRecord, link_records
 from kernbench.tl import TensorArg, TensorLease, TLContext
 from kernbench.topology import TopologyGraph, resolve
@@ -209,6 +216,9 @@ class _KernelBody:
 
 class RuntimeContext:
     """Host API over one simulated device (SIP ``device``) of a compiled topology.
+
+    A bare context has no wall-clock limit (it has no block to bound): run it under
+    :func:`kernbench.sim.limits.watchdog`, or use :func:`session`, whose block has a default one.
 
     ``device`` is per host thread of control: worker greenlets started by a
     launcher can each bind their own SIP (:meth:`bind_device`); everything
@@ -445,12 +455,20 @@ class RuntimeContext:
         self._check_open("from_numpy")
         if np.ndim(array) == 0:  # np.ascontiguousarray would silently make it shape (1,)
             raise RuntimeApiError("from_numpy: a 0-d array has no shape to place; pass array.reshape(1)")
-        arr = np.ascontiguousarray(array)
-        t = self.empty(arr.shape, str(arr.dtype), policy)
+        array = array if isinstance(array, np.ndarray) else np.asarray(array)
+        # Allocate first: a broadcast view of 128 GiB (np.broadcast_to) takes no memory until it is made
+        # contiguous, so the device must refuse its size before the host is asked for the bytes. Without data
+        # mode the values are never needed, so nothing is copied at all.
+        t = self.empty(array.shape, str(array.dtype), policy)
+        try:
+            arr = np.ascontiguousarray(array) if self.data else array
+        except BaseException:
+            self.free(t)
+            raise
         view = arr.reshape(1, -1) if arr.ndim <= 1 else arr.reshape(-1, arr.shape[-1])
         reqs = []
         for shard, addr in t.shards:
-            part = np.ascontiguousarray(view[shard.rows[0]:shard.rows[1], shard.cols[0]:shard.cols[1]])
+            part = view[shard.rows[0]:shard.rows[1], shard.cols[0]:shard.cols[1]] if self.data else None
             reqs.append(self.engine.submit(MemoryWriteMsg(addr, shard.nbytes, part.tobytes() if self.data else None)))
         self._drain(reqs)
         return t
@@ -629,7 +647,7 @@ class RuntimeContext:
 @contextlib.contextmanager
 def session(topology: str | Path | TopologyGraph | None = None, device: int = 0, data: bool = False,
             trace: bool = False, *, max_events: int | None = DEFAULT_MAX_EVENTS,
-            max_sim_ns: float | None = DEFAULT_MAX_SIM_NS, timeout_s: float | None = None,
+            max_sim_ns: float | None = DEFAULT_MAX_SIM_NS, timeout_s: float | None = DEFAULT_SESSION_TIMEOUT_S,
             max_records: int | None = DEFAULT_MAX_RECORDS) -> Iterator[RuntimeContext]:
     """``with session(device=0, data=True) as torch: ...`` for scripts and notebooks.
 
@@ -638,7 +656,11 @@ def session(topology: str | Path | TopologyGraph | None = None, device: int = 0,
     ``max_events``, ``max_sim_ns``, ``max_records`` (op-log records) and
     ``timeout_s`` (wall-clock seconds for the whole block) bound the run
     (:mod:`kernbench.sim.limits`; None: no limit); a run past one raises
-    ``SimulationLimitError``. When the block
+    ``SimulationLimitError``. The wall clock defaults to
+    :data:`~kernbench.sim.limits.DEFAULT_SESSION_TIMEOUT_S` (an hour), so a
+    kernel spinning in pure Python cannot hang a script forever; pass
+    ``timeout_s=None`` for a block meant to run longer (the host code in the
+    block counts too). On the main thread it uses ``SIGALRM``. When the block
     ends the session is closed: its tensors are freed and it accepts no
     more work.
     """

@@ -67,6 +67,11 @@ class Param:
     def parse(self, text: str, where: str) -> object:
         """``text`` converted to this parameter's type and checked; ``where`` says where it came from."""
         value: object = text
+        if self.type in (int, float) and not text.isascii():
+            # int() and float() read any Unicode digit (Arabic-Indic ٦٤, full-width ６４): accept what is typed
+            # with 0-9 only, so a value means the same to every reader of the command line
+            raise ParamError(f"{where}: {self.name}={_shown(text)} holds characters other than ASCII; write the "
+                             f"number with the digits 0-9 (expected {self.allowed})")
         if self.type is int:
             try:
                 value = int(text)
@@ -76,14 +81,15 @@ class Param:
                 except ValueError:
                     f = math.nan
                 if not (math.isfinite(f) and f == int(f)):
-                    raise ParamError(f"{where}: {self.name}={text!r} is not an integer; expected {self.allowed}") \
-                        from None
+                    raise ParamError(f"{where}: {self.name}={_shown(text)} is not an integer; "
+                                     f"expected {self.allowed}") from None
                 value = int(f)
         elif self.type is float:
             try:
                 value = float(text)
             except ValueError:
-                raise ParamError(f"{where}: {self.name}={text!r} is not a number; expected {self.allowed}") from None
+                raise ParamError(f"{where}: {self.name}={_shown(text)} is not a number; "
+                                 f"expected {self.allowed}") from None
         return self.check(value, where)
 
     def check(self, value: object, where: str) -> object:
@@ -104,6 +110,11 @@ class Param:
         env = f"  [env {self.env}]" if self.env else ""
         default = '"" (empty)' if self.default == "" else self.default
         return f"{self.name:14s} {self.allowed}{unit}; default {default}. {self.meaning}{env}"
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted for an error, cut to 40 characters (a 5,000-digit value would fill the screen)."""
+    return repr(text) if len(text) <= 40 else f"{text[:40]!r}... ({len(text):,} characters)"
 
 
 def _num(x: float) -> str:
@@ -160,11 +171,17 @@ def resolve(bench: str, declared: tuple[Param, ...], given: Mapping[str, str] | 
 
 
 def parse_assignments(items: list[str] | None) -> dict[str, str]:
-    """``["M=512", "VARIANT=load_load"]`` as a dict; :class:`ParamError` for an item without ``=``."""
+    """``["M=512", "VARIANT=load_load"]`` as a dict; :class:`ParamError` for an item without ``=``, and for a
+    name given twice (``-p M=64 -p M=128``: which one was meant is a guess, so neither is taken)."""
     out: dict[str, str] = {}
+    first: dict[str, str] = {}
     for item in items or ():
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise ParamError(f"-p {item!r}: expected NAME=VALUE, e.g. -p M=512")
-        out[name.strip()] = value.strip()
+            raise ParamError(f"-p {_shown(item)}: expected NAME=VALUE, e.g. -p M=512")
+        key = name.strip()
+        if key in out:
+            raise ParamError(f"-p {_shown(item)}: parameter {key} is already set by -p {_shown(first[key])}; give "
+                             f"each parameter once")
+        out[key], first[key] = value.strip(), item
     return out

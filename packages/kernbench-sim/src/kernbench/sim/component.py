@@ -70,22 +70,27 @@ class ComponentRegistry:
     """Implementation name -> component factory, and message type -> message kind. Explicit instance, no global
     state."""
 
-    __slots__ = ("_impls", "_messages")
+    __slots__ = ("_impls", "_messages", "_serves")
 
-    def __init__(self, impls: Iterable[tuple[str, ComponentFactory]] = (), messages: Iterable[MessageKind] = ()
-                 ) -> None:
+    def __init__(self, impls: Iterable[tuple[str, ComponentFactory]] = (), messages: Iterable[MessageKind] = (),
+                 serves: Mapping[str, Iterable[str]] | None = None) -> None:
         self._impls: dict[str, ComponentFactory] = {}
         self._messages: dict[type, MessageKind] = {}
+        self._serves: dict[str, frozenset[str]] = {}
         for name, cls in impls:
-            self.register(name, cls)
+            self.register(name, cls, (serves or {}).get(name))
         for kind in messages:
             self.register_message(kind)
 
-    def register(self, name: str, cls: ComponentFactory) -> None:
-        """Add an implementation; a duplicate name is an error."""
+    def register(self, name: str, cls: ComponentFactory, node_types: Iterable[str] | None = None) -> None:
+        """Add an implementation; a duplicate name is an error. ``node_types`` (else the factory's own
+        ``node_types`` attribute, if any) are the node types it may be bound to; without them, any."""
         if name in self._impls:
             raise ComponentError(f"component implementation {name!r} is already registered")
         self._impls[name] = cls
+        types = node_types if node_types is not None else getattr(cls, "node_types", None)
+        if types is not None:
+            self._serves[name] = frozenset(types)
 
     def register_message(self, kind: MessageKind) -> None:
         """Add a message kind; a second kind for the same message type is an error."""
@@ -100,7 +105,7 @@ class ComponentRegistry:
 
     def replace(self, name: str, cls: ComponentFactory) -> ComponentRegistry:
         """A copy of this registry with ``name`` bound to ``cls`` (added if new)."""
-        return ComponentRegistry({**self._impls, name: cls}.items(), self._messages.values())
+        return ComponentRegistry({**self._impls, name: cls}.items(), self._messages.values(), self._serves)
 
     @property
     def names(self) -> list[str]:
@@ -123,6 +128,12 @@ class ComponentRegistry:
             if name not in self._impls:
                 raise ComponentError(f"{spec.source}: components.{node_type} = {quote(name)} is an unknown "
                                      f"component implementation; known: {', '.join(self.names)}")
+            if name in self._serves and node_type not in self._serves[name]:
+                # `pe_gemm: pe_math` failed deep in the engine (KeyError: 'lanes'); `router: sram` ran silently
+                fits = [n for n in self.names if node_type in self._serves.get(n, (node_type,))]
+                raise ComponentError(f"{spec.source}: components.{node_type} = {quote(name)} is an implementation "
+                                     f"for {' / '.join(sorted(self._serves[name]))} nodes, not {node_type} nodes; "
+                                     f"implementations for {node_type}: {', '.join(fits) or 'none'}")
             factories[node_type] = self._impls[name]
         return factories
 

@@ -11,7 +11,10 @@ op log, an out-of-memory kill or a hang. Three budgets guard a run:
   ``tl`` call adds one per iteration;
 - ``timeout_s``: wall-clock seconds, for a kernel spinning in pure Python
   without ever calling ``tl`` (no event is processed, so only a clock can
-  stop it).
+  stop it). ``kernbench run`` defaults to 600 s (counted from before the
+  topology is compiled), a ``session()`` block to
+  :data:`DEFAULT_SESSION_TIMEOUT_S` (an hour); a bare ``RuntimeContext`` and
+  ``Limits()`` have none.
 
 The event, simulated-time and record budgets are checked by the engine every
 :data:`CHECK_EVERY` events, between chunks of SimPy steps, so they add no
@@ -37,7 +40,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kernbench.sim.errors import BudgetError
@@ -46,6 +49,15 @@ from kernbench.sim.errors import BudgetError
 DEFAULT_MAX_EVENTS = 200_000_000
 DEFAULT_MAX_SIM_NS = 1e10
 DEFAULT_MAX_RECORDS = 10_000_000
+#: The wall-clock limit of a ``session()`` block when none is given (s): an hour, far beyond any shipped bench or
+#: study point (the slowest takes minutes), yet a kernel spinning in pure Python (``while True: pass``) no longer
+#: hangs a script forever. ``timeout_s=None`` switches it off. A bare ``RuntimeContext`` (no block to bound) has
+#: none: wrap its use in :func:`watchdog`, or use ``session()``.
+DEFAULT_SESSION_TIMEOUT_S = 3600.0
+#: The shortest and longest wall-clock timeout (s): below a millisecond the alarm fires before the run starts;
+#: past a year ``setitimer`` overflows the platform's time_t.
+MIN_TIMEOUT_S = 0.001
+MAX_TIMEOUT_S = 365 * 24 * 3600.0
 #: The engine checks its budgets once per this many SimPy steps.
 CHECK_EVERY = 4096
 
@@ -58,6 +70,9 @@ class Limits:
     max_sim_ns: float | None = DEFAULT_MAX_SIM_NS
     timeout_s: float | None = None
     max_records: int | None = DEFAULT_MAX_RECORDS
+    #: ``time.monotonic()`` when the wall clock started (``None``: when the run starts). ``kernbench run`` sets it
+    #: before compiling the topology, so ``--timeout`` covers compilation and every ``--device`` run.
+    started: float | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("max_events", "max_sim_ns", "timeout_s", "max_records"):
@@ -69,6 +84,13 @@ class Limits:
                     not math.isfinite(value) or value <= 0:
                 kind = "a positive integer" if integral else "a positive number"
                 raise BudgetError(f"{name} = {value!r} is invalid; expected {kind} (or None for no limit)")
+        if self.timeout_s is not None and not MIN_TIMEOUT_S <= self.timeout_s <= MAX_TIMEOUT_S:
+            raise BudgetError(f"timeout_s = {self.timeout_s!r} is invalid; {timeout_range()}")
+
+
+def timeout_range() -> str:
+    """What a wall-clock timeout may be, in words (for errors)."""
+    return f"expected from {MIN_TIMEOUT_S:g} to {MAX_TIMEOUT_S:,.0f} seconds (a year), or no limit"
 
 
 class WallClockExpired(BaseException):  # an interrupt, not an error: it must pass `except Exception`
@@ -106,7 +128,10 @@ def watchdog(engine: Any, timeout_s: float | None) -> Iterator[None]:
     import time
 
     outer = (engine.deadline, engine.timeout_s)
-    engine.deadline = time.monotonic() + timeout_s
+    started = getattr(getattr(engine, "limits", None), "started", None)
+    now = time.monotonic()
+    engine.deadline = (now if started is None else started) + timeout_s
+    alarm_s = max(engine.deadline - now, MIN_TIMEOUT_S)  # what is left of a clock started earlier
     engine.timeout_s = timeout_s
     use_signal = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
     previous, previous_timer = None, (0.0, 0.0)
@@ -118,10 +143,10 @@ def watchdog(engine: Any, timeout_s: float | None) -> Iterator[None]:
         if state["armed"] and getattr(engine, "halted", None) is None:
             raise WallClockExpired(_frame_text(frame))
 
-    if use_signal:
-        previous = signal.signal(signal.SIGALRM, expire)
-        previous_timer = signal.setitimer(signal.ITIMER_REAL, timeout_s, 1.0)
-    try:
+    try:  # armed inside the try: an alarm that fires at once still becomes the limit error below
+        if use_signal:
+            previous = signal.signal(signal.SIGALRM, expire)
+            previous_timer = signal.setitimer(signal.ITIMER_REAL, alarm_s, 1.0)
         yield
     except WallClockExpired as exc:
         state["armed"] = False
@@ -137,5 +162,16 @@ def watchdog(engine: Any, timeout_s: float | None) -> Iterator[None]:
                 signal.setitimer(signal.ITIMER_REAL, *previous_timer)
 
 
-__all__ = ["CHECK_EVERY", "DEFAULT_MAX_EVENTS", "DEFAULT_MAX_RECORDS", "DEFAULT_MAX_SIM_NS", "Limits",
-           "WallClockExpired", "watchdog"]
+__all__ = [
+    "CHECK_EVERY",
+    "DEFAULT_MAX_EVENTS",
+    "DEFAULT_MAX_RECORDS",
+    "DEFAULT_MAX_SIM_NS",
+    "DEFAULT_SESSION_TIMEOUT_S",
+    "MAX_TIMEOUT_S",
+    "MIN_TIMEOUT_S",
+    "Limits",
+    "WallClockExpired",
+    "timeout_range",
+    "watchdog",
+]

@@ -206,6 +206,52 @@ _INT_FIELDS = ("bytes", "packets", "messages")
 _FLOAT_FIELDS = ("bw_gbs", "latency_ns", "busy_ns", "utilisation", "max_wait_ns")
 
 
+#: The longest integer a results file may hold (a count of bytes fits in 20 digits); Python refuses past 4,300.
+MAX_JSON_DIGITS = 40
+#: The deepest nesting of lists and objects a results file may hold (a links or run file has 4 levels).
+MAX_JSON_DEPTH = 64
+
+
+class _JsonTooBig(ValueError):
+    """An integer with more digits than :data:`MAX_JSON_DIGITS` (raised from ``json``'s ``parse_int`` hook)."""
+
+
+def _json_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_JSON_DIGITS:
+        raise _JsonTooBig(f"an integer of {len(text.lstrip('-')):,} digits (at most {MAX_JSON_DIGITS} are read)")
+    return int(text)
+
+
+def _depth(value: object) -> int:
+    """How deeply ``value`` nests lists and objects (iterative: a deep value must not overflow the stack)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            if deepest > MAX_JSON_DEPTH:
+                return deepest
+            stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def load_json(text: str, where: str, error: type[KernbenchError], hint: str) -> object:
+    """Decode a results file's JSON ``text`` (a links or run file) with bounded work: at most
+    :data:`MAX_JSON_DEPTH` levels of nesting and :data:`MAX_JSON_DIGITS`-digit integers. Anything else, or text
+    that is not JSON, raises ``error`` naming ``where`` and ending in ``hint`` (how to get a good file)."""
+    try:
+        data = json.loads(text, parse_int=_json_int)
+    except json.JSONDecodeError as exc:
+        raise error(f"{where} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); {hint}") from None
+    except _JsonTooBig as exc:
+        raise error(f"{where} holds {exc}; {hint}") from None
+    except RecursionError:  # nested past the interpreter's stack before the depth check could run
+        raise error(f"{where} nests lists or objects more than {MAX_JSON_DEPTH} levels deep; {hint}") from None
+    if _depth(data) > MAX_JSON_DEPTH:
+        raise error(f"{where} nests lists or objects more than {MAX_JSON_DEPTH} levels deep; {hint}")
+    return data
+
+
 def _number(value: object, integer: bool) -> bool:
     if isinstance(value, bool):
         return False
@@ -247,6 +293,9 @@ def parse_links(data: object, where: str = "links data") -> LinksReport:
             if not _number(rec.get(name), name in _INT_FIELDS):
                 kind = "a non-negative integer" if name in _INT_FIELDS else "a non-negative number"
                 raise bad(f"links[{i}].{name} is {rec.get(name)!r} ({rec['src']} → {rec['dst']}); expected {kind}")
+        if rec["utilisation"] > 1 + 1e-9:  # busy_ns / window_ns: a link cannot be busy longer than the run
+            raise bad(f"links[{i}].utilisation is {rec['utilisation']!r} ({rec['src']} → {rec['dst']}); expected a "
+                      f"fraction from 0 to 1 (busy_ns / window_ns: a link is busy at most the whole run)")
         records.append(LinkRecord(rec["src"], rec["dst"], rec["kind"], float(rec["bw_gbs"]),
                                   float(rec["latency_ns"]), rec["bytes"], rec["packets"], rec["messages"],
                                   float(rec["busy_ns"]), float(rec["utilisation"]), float(rec["max_wait_ns"])))
@@ -274,11 +323,7 @@ def read_links(path: str | PathLike[str]) -> LinksReport:
         raise LinksFileError(f"links file {p} does not exist; {REGENERATE}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise LinksFileError(f"cannot read links file {p}: {exc}; {REGENERATE}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise LinksFileError(f"links file {p} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
-                             f"{exc.msg}); {REGENERATE}") from None
+    data = load_json(text, f"links file {p}", LinksFileError, REGENERATE)
     return parse_links(data, f"links file {p}")
 
 
@@ -312,4 +357,5 @@ def format_top(records: Sequence[LinkRecord], title: str, window_ns: float) -> s
 
 
 __all__ = ["READABLE_SCHEMAS", "SCHEMA", "LinkRecord", "LinksFileError", "LinksReport", "carried_traffic",
-           "check_topology", "format_top", "link_records", "link_report", "parse_links", "read_links", "write_links"]
+           "check_topology", "format_top", "link_records", "link_report", "load_json", "parse_links", "read_links",
+           "write_links"]

@@ -15,7 +15,7 @@ from pathlib import Path
 from kernbench.topology.compiler import compile_spec, load_topology
 from kernbench.topology.errors import SpecError
 from kernbench.topology.graph import TopologyGraph
-from kernbench.topology.spec_loader import spec_from_yaml
+from kernbench.topology.spec_loader import expand_user, spec_from_yaml
 
 PACKAGE = "kernbench.topology.topologies"
 DEFAULT = "default"
@@ -50,7 +50,7 @@ def resolve(arg: str | Path | None = None) -> TopologyGraph:
         return builtin(DEFAULT)
     if str(arg).startswith("builtin:"):  # the source a builtin records (spec.source)
         return builtin(str(arg)[len("builtin:"):])
-    path = Path(arg).expanduser()
+    path = expand_user(arg)
     if path.exists() or path.suffix in (".yaml", ".yml") or len(path.parts) > 1:
         return load_topology(path)
     return builtin(str(arg))

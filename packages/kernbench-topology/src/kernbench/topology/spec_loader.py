@@ -175,11 +175,12 @@ def _check_consistency(spec: TopologySpec) -> None:
     for what, value, limit, where in (
             ("cubes per SIP", spec.cubes_per_sip, 32, "sip.cube_mesh.w * sip.cube_mesh.h"),
             ("PEs per cube", spec.pes_per_cube, 32, "cube.pe_layout"),
-            ("HBM bytes per cube", int(spec.cube.hbm.capacity_gib * (1 << 30)), 1 << 39, "cube.hbm.capacity_gib"),
-            ("TCM bytes", int(spec.pe.tcm.capacity_mib * (1 << 20)), 1 << 34, "pe.tcm.capacity_mib"),
-            ("SRAM bytes", int(spec.cube.sram.capacity_mib * (1 << 20)), 1 << 34, "cube.sram.capacity_mib")):
-        if value > limit:
-            raise SpecError(f"{src}: {where} gives {value} {what}, more than the physical address layout can "
+            ("HBM bytes per cube", spec.cube.hbm.capacity_gib * (1 << 30), 1 << 39, "cube.hbm.capacity_gib"),
+            ("TCM bytes", spec.pe.tcm.capacity_mib * (1 << 20), 1 << 34, "pe.tcm.capacity_mib"),
+            ("SRAM bytes", spec.cube.sram.capacity_mib * (1 << 20), 1 << 34, "cube.sram.capacity_mib")):
+        if value > limit:  # compared as a float: `capacity_gib: 1e300` overflows to inf, which int() refused
+            shown = int(value) if value < 1e30 else f"{value:.3g}" if math.isfinite(value) else "over 1e308"
+            raise SpecError(f"{src}: {where} gives {shown} {what}, more than the physical address layout can "
                             f"name ({limit}); reduce it (see adr/0003)")
     attach = spec.sip.io.attach_cube
     if attach >= spec.cubes_per_sip or attach % spec.sip.cube_mesh.w:
@@ -230,12 +231,52 @@ def _check_consistency(spec: TopologySpec) -> None:
                             f"{geo.w_mm:g} x {geo.h_mm:g} mm cube; give a position inside it")
 
 
+def _check_text(data: Any, source: str) -> None:
+    """:class:`SpecError` for a text (a key or a value) holding a lone surrogate such as ``"\\udc80"``: YAML
+    escapes can write one, but no file, SVG or web page can hold it, so diagrams and the viewer failed on it."""
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        item, path = stack.pop()
+        texts = [(k, path or "the root") for k in item] if isinstance(item, dict) else []
+        if isinstance(item, str):
+            texts.append((item, path))
+        for text in texts:
+            if isinstance(text[0], str):
+                try:
+                    text[0].encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise SpecError(f"{source}: field '{text[1]}' holds the lone surrogate "
+                                    f"U+{ord(text[0][exc.start]):04X} (in {quote(text[0])}), which is not a "
+                                    f"character; write the character itself, or remove the escape") from None
+        if isinstance(item, dict):
+            stack.extend((v, _join(path, str(k))) for k, v in item.items())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
+
+
 def spec_from_dict(data: Any, source: str = "<dict>") -> TopologySpec:
     """Validate a parsed mapping and return the spec; raise :class:`SpecError` on bad input."""
+    _check_text(data, source)
     spec = _Loader(source).build(TopologySpec, data, "")
     spec = dataclasses.replace(spec, source=source)
     _check_consistency(spec)
+    _check_ring_grid(spec, data)
     return spec
+
+
+def _check_ring_grid(spec: TopologySpec, data: Any) -> None:
+    """``ring_1d`` lays its SIPs out in one row and ignores ``grid``, so a grid written in the file that does not
+    hold ``count`` SIPs is a mistake (``grid: [3, 5]`` with 2 SIPs), not something to ignore silently. A grid left
+    out, or left at the default ``[1, 2]`` (which every exported builtin carries, so changing only ``count`` keeps
+    working), is fine with any count."""
+    sips = spec.system.sips
+    written = isinstance(data, dict) and isinstance(data.get("system"), dict) and \
+        isinstance(data["system"].get("sips"), dict) and "grid" in data["system"]["sips"]
+    rows, cols = sips.grid
+    if sips.topology == "ring_1d" and written and rows * cols != sips.count and (rows, cols) != (1, 2):
+        raise SpecError(f"{spec.source}: field 'system.sips.grid' = {list(sips.grid)!r} holds {rows * cols} SIPs but "
+                        f"system.sips.count = {sips.count}; ring_1d does not use the grid, so leave it out or make "
+                        f"rows*cols equal the count")
 
 
 def spec_from_yaml(text: str | bytes, source: str) -> TopologySpec:
@@ -243,14 +284,29 @@ def spec_from_yaml(text: str | bytes, source: str) -> TopologySpec:
     ``builtin:NAME``). Parsing is :func:`kernbench.topology.safe_yaml.load_yaml`: plain data only, no duplicate
     keys, bounded size and aliases."""
     data = load_yaml(text, source, SpecError)
-    if data is not None and not isinstance(data, dict):
+    if data is None:  # an empty file, only comments, or `~`: most likely the wrong file, not a wish for defaults
+        raise SpecError(f"{source}: the file holds no topology (it is empty, only comments, or null); start from a "
+                        f"builtin (`kernbench topology --export default PATH`), write `{{}}` for every default, or "
+                        f"pass no topology for the builtin default")
+    if not isinstance(data, dict):
         raise SpecError(f"{source}: the document root must be a mapping of sections, got {type(data).__name__}")
-    return spec_from_dict(data or {}, source)
+    return spec_from_dict(data, source)
+
+
+def expand_user(path: str | Path) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` expanded; :class:`SpecError` when that home folder is unknown
+    (``Path.expanduser`` raised ``RuntimeError`` for ``~nosuchuser/x.yaml``)."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        user = str(path).split("/", 1)[0]
+        raise SpecError(f"topology path {str(path)[:200]!r}: {user} names no user with a home folder on this "
+                        f"machine; spell the path out") from None
 
 
 def load_spec(path: str | Path) -> TopologySpec:
     """Read and validate a topology YAML file."""
-    p = Path(path).expanduser()
+    p = expand_user(path)
     if not p.exists():
         raise SpecError(f"topology file not found: {p}; pass an existing YAML file, or a builtin topology name "
                         f"(`kernbench topology --list`), or nothing for the builtin default")
@@ -289,4 +345,4 @@ def field_docs() -> list[tuple[str, str, Any]]:
     return rows
 
 
-__all__ = ["field_docs", "load_spec", "spec_from_dict", "spec_from_yaml"]
+__all__ = ["expand_user", "field_docs", "load_spec", "spec_from_dict", "spec_from_yaml"]

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import signal
 import sys
+import threading
+import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from kernbench.cli.paths import output_file, plan_outputs, replace_atomically
@@ -13,10 +19,12 @@ from kernbench.cli.progress import Progress
 from kernbench.cli.topo import load_graph
 from kernbench.runtime.bench import BenchError, BenchInfo, BenchResult, discover, run_bench
 from kernbench.runtime.params import parse_assignments
+from kernbench.sim import limits as budget
 from kernbench.sim.chrome_trace import write_chrome_trace
 from kernbench.sim.errors import BudgetError
 from kernbench.sim.limits import DEFAULT_MAX_EVENTS, DEFAULT_MAX_RECORDS, DEFAULT_MAX_SIM_NS, Limits
 from kernbench.sim.links import format_top, link_report, write_links
+from kernbench.topology.spec_loader import expand_user
 
 
 def _warn_problems(registry) -> None:
@@ -60,9 +68,9 @@ def trace_path(trace: str, bench: str) -> Path:
 def _inputs(topology: str | None) -> dict[str, Path]:
     """The files ``kernbench run`` reads that an output must not overwrite: a topology file and the ccl.yaml
     beside it."""
-    if topology is None or not Path(topology).expanduser().is_file():
+    if topology is None or not expand_user(topology).is_file():
         return {}
-    path = Path(topology).expanduser()
+    path = expand_user(topology)
     found = {f"the topology file (--topology {topology})": path}
     if (path.parent / "ccl.yaml").is_file():
         found["the ccl.yaml beside the topology"] = path.parent / "ccl.yaml"
@@ -84,7 +92,8 @@ def add_budget_options(parser: argparse.ArgumentParser) -> None:
                         help="stop a run whose op log passes N records, about 170 bytes each (default: %(default)s; "
                              "'none': no limit)")
     parser.add_argument("--timeout", default=f"{DEFAULT_TIMEOUT_S:g}", metavar="SECONDS",
-                        help="stop a run past SECONDS of wall-clock time, even a kernel spinning in pure Python "
+                        help="stop past SECONDS of wall-clock time, counted from before the topology is compiled "
+                             "and across every --device run, even a kernel spinning in pure Python "
                              "(default: %(default)s; 'none': no limit)")
 
 
@@ -102,8 +111,49 @@ def limits_from(max_events: str, max_sim_ns: str, timeout: str, max_records: str
             raise BudgetError(f"{option} {str(text)[:80]!r} is invalid; expected {kind}, or 'none' for no limit")
         return int(value) if integral else value
 
+    seconds = number(timeout, "--timeout", False)
+    if seconds is not None and not budget.MIN_TIMEOUT_S <= seconds <= budget.MAX_TIMEOUT_S:
+        raise BudgetError(f"--timeout {str(timeout)[:80]!r} is invalid; {budget.timeout_range()}")
     return Limits(number(max_events, "--max-events", True), number(max_sim_ns, "--max-sim-ns", False),
-                  number(timeout, "--timeout", False), number(max_records, "--max-records", True))
+                  seconds, number(max_records, "--max-records", True))
+
+
+class _CompileTimeout(BaseException):  # an interrupt, like the watchdog's: no `except Exception` may swallow it
+    """Raised by :func:`compile_deadline`'s alarm wherever compilation is."""
+
+
+@contextmanager
+def compile_deadline(timeout_s: float | None) -> Iterator[None]:
+    """Stop the block (compiling a topology) after ``timeout_s`` wall-clock seconds with a :class:`BudgetError`.
+
+    The largest valid topology compiles for over a minute, so ``--timeout`` starts before compilation, not when
+    the bench starts. Uses ``SIGALRM`` on the main thread of a POSIX process; elsewhere (or for ``None``) it does
+    nothing and the run's own watchdog still applies."""
+    usable = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    if timeout_s is None or not usable:
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise _CompileTimeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, timeout_s)
+        yield
+    except _CompileTimeout:
+        raise BudgetError(f"compiling the topology took more than the wall-clock timeout of {timeout_s:g} s "
+                          f"(--timeout covers compilation and the run); raise --timeout, or use a smaller "
+                          f"topology") from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _remaining(limits: Limits, started: float) -> Limits:
+    """``limits`` whose wall clock started at ``started`` (compilation and earlier devices used some of it; the
+    error still names the ``--timeout`` given)."""
+    return limits if limits.timeout_s is None else dataclasses.replace(limits, started=started)
 
 
 def shown_value(value: object) -> str:
@@ -198,6 +248,9 @@ def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_jso
     """
     registry = discover()
     _warn_problems(registry)
+    if len(bench) > 200:  # a bench index of thousands of digits overflowed int() before
+        raise BenchError(f"--bench {bench[:40]!r}... ({len(bench):,} characters) is not a bench name or index; "
+                         f"`kernbench list` shows them")
     info = registry.resolve(bench)
     given = parse_assignments(params)
     from kernbench.runtime.params import resolve as resolve_params
@@ -209,7 +262,9 @@ def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_jso
     limits = limits_from(*budgets) if budgets is not None else Limits(timeout_s=DEFAULT_TIMEOUT_S)
     if links_top < 0:
         raise BenchError(f"--links-top {links_top} must be 0 or more")
-    graph = load_graph(topology)
+    started = time.monotonic()
+    with compile_deadline(limits.timeout_s):  # --timeout covers compiling the topology too
+        graph = load_graph(topology)
     devices = _devices(device, graph.spec.system.sips.count)
     if (links or links_top) and len(devices) > 1:
         raise BenchError(f"--links/--links-top describe one simulation, but --device {device} runs {len(devices)}; "
@@ -218,7 +273,7 @@ def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_jso
     for d in devices:
         with Progress(f"{info.name} on device {d}") as progress:
             results.append(run_bench(info, graph, d, data=data, params=given, observe=progress.watch,
-                                     limits=limits))
+                                     limits=_remaining(limits, started)))
     if out is not None:
         with replace_atomically(out) as part:
             write_chrome_trace([rec for r in results for rec in r.records], part)

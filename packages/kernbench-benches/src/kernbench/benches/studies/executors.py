@@ -16,6 +16,7 @@ import concurrent.futures as cf
 import contextlib
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from urllib.parse import urlparse
 
@@ -32,8 +33,33 @@ def _serial(tasks: list[Task]) -> Iterator[tuple[int, object]]:
         yield i, fn(*args)
 
 
+#: How often (s) a pool worker checks that the process that started it is still alive.
+PARENT_CHECK_S = 1.0
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Pool-worker initializer: end this worker when ``parent`` (the ``kernbench study`` process) dies, even by
+    SIGKILL, which gives the pool no chance to stop its workers (they ran on, orphaned, before): a daemon thread
+    polls the parent id every :data:`PARENT_CHECK_S` seconds and ends the worker once it changes. (Linux's
+    ``PR_SET_PDEATHSIG`` is not used: it follows the thread that started the worker, not the process.)"""
+    import os
+
+    if os.getppid() != parent:  # the parent died before the request was in place
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="kernbench-parent-watch", daemon=True).start()
+
+
 def _process(tasks: list[Task], jobs: int) -> Iterator[tuple[int, object]]:
-    with cf.ProcessPoolExecutor(max_workers=max(1, min(jobs, len(tasks)))) as pool:
+    import os
+
+    with cf.ProcessPoolExecutor(max_workers=max(1, min(jobs, len(tasks))), initializer=_exit_with_parent,
+                                initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(fn, *args): i for i, (fn, args) in enumerate(tasks)}
         try:
             for fut in cf.as_completed(futures):
@@ -44,16 +70,26 @@ def _process(tasks: list[Task], jobs: int) -> Iterator[tuple[int, object]]:
             raise
 
 
+DASK_EXTRA = "--executor dask needs the dask extra: pip install 'kernbench-benches[dask]'"
+
+
 def _address(scheduler: str) -> tuple[str, int]:
-    url = urlparse(scheduler if "://" in scheduler else f"tcp://{scheduler}")
-    if url.scheme not in ("tcp", "tls") or not url.hostname:
-        raise SchedulerError(f"--scheduler {scheduler!r} is not a scheduler address; give tcp://HOST:PORT "
+    try:  # urlparse itself refuses some text: `tcp://[::1` is "Invalid IPv6 URL"
+        url = urlparse(scheduler if "://" in scheduler else f"tcp://{scheduler}")
+        hostname = url.hostname
+    except ValueError:
+        hostname, url = None, None
+    if url is None or url.scheme not in ("tcp", "tls") or not hostname or not scheduler.isprintable():
+        raise SchedulerError(f"--scheduler {scheduler[:120]!r} is not a scheduler address; give tcp://HOST:PORT "
                              f"(what `dask scheduler` prints)")
     try:
         port = url.port or 8786
     except ValueError:
-        raise SchedulerError(f"--scheduler {scheduler!r} has an invalid port; give tcp://HOST:PORT") from None
-    return url.hostname, port
+        port = 0
+    if not 0 < port < 65536:
+        raise SchedulerError(f"--scheduler {scheduler[:120]!r} has an invalid port; give tcp://HOST:PORT with a port "
+                             f"from 1 to 65535")
+    return hostname, port
 
 
 def check_scheduler(scheduler: str) -> None:
@@ -62,8 +98,9 @@ def check_scheduler(scheduler: str) -> None:
     host, port = _address(scheduler)
     try:
         sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
-    except OSError as exc:
-        raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler} ({exc.strerror or exc}); start one "
+    except (OSError, UnicodeError, ValueError) as exc:  # UnicodeError: a host name IDNA cannot encode
+        reason = getattr(exc, "strerror", None) or f"{type(exc).__name__}: {str(exc)[:80]}"
+        raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler} ({reason}); start one "
                              f"with `dask scheduler` and `dask worker ADDRESS`, or drop --scheduler to use a "
                              f"local cluster") from None
     with sock:
@@ -81,7 +118,10 @@ def connect(scheduler: str):
     ``3 × CONNECT_TIMEOUT_S`` seconds (the client is built in a helper thread with a hard deadline, because a peer
     that speaks but is not Dask can stall the client's own handshake)."""
     check_scheduler(scheduler)
-    from distributed import Client
+    try:  # also when every point is cached: the address is still checked, which needs the extra
+        from distributed import Client
+    except ImportError:
+        raise StudyError(DASK_EXTRA) from None
 
     box: dict[str, object] = {}
 
@@ -106,7 +146,7 @@ def _dask(tasks: list[Task], jobs: int, scheduler: str | None) -> Iterator[tuple
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError:
-        raise StudyError("--executor dask needs the dask extra: pip install 'kernbench-benches[dask]'") from None
+        raise StudyError(DASK_EXTRA) from None
     with contextlib.ExitStack() as stack:
         if scheduler:
             client = stack.enter_context(connect(scheduler))

@@ -21,7 +21,7 @@ import math
 from os import PathLike
 from pathlib import Path
 
-from kernbench.sim.links import LinksReport, check_topology, read_links
+from kernbench.sim.links import LinksReport, check_topology, load_json, read_links
 from kernbench.topology import TopologyGraph
 from kernbench.topology import naming as nm
 from kernbench.topology.diagrams import box_colour
@@ -109,22 +109,20 @@ def read_run(path: str | PathLike[str]) -> dict | list:
     p = Path(path)
     hint = "write it with `kernbench run --bench NAME --json > RUN.json`"
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ViewerInputError(f"run file {p} does not exist; {hint}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ViewerInputError(f"cannot read run file {p}: {exc}; {hint}") from None
-    except json.JSONDecodeError as exc:
-        raise ViewerInputError(f"run file {p} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-                               f"{hint}") from None
+    data = load_json(text, f"run file {p}", ViewerInputError, hint)
     runs = data if isinstance(data, list) else [data]
     for i, r in enumerate(runs):
         where = f"run file {p}" + (f" item {i}" if isinstance(data, list) else "")
         if not isinstance(r, dict) or not isinstance(r.get("bench"), str):
             raise ViewerInputError(f"{where} is not a run result (no \"bench\" name); {hint}")
         lat = r.get("latency_ns")
-        if isinstance(lat, bool) or not isinstance(lat, int | float) or not math.isfinite(lat):
-            raise ViewerInputError(f"{where}: latency_ns is {lat!r}, expected a number; {hint}")
+        if isinstance(lat, bool) or not isinstance(lat, int | float) or not math.isfinite(lat) or lat < 0:
+            raise ViewerInputError(f"{where}: latency_ns is {lat!r}, expected a non-negative number of ns; {hint}")
     if not runs:
         raise ViewerInputError(f"run file {p} holds an empty list; {hint}")
     return data
