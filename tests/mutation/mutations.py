@@ -69,8 +69,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "benches-results-accept-nonfinite",
         f"{BENCHES}/studies/results.py",
-        "_require(not (isinstance(v, float) and not math.isfinite(v)), path",
-        "_require(not (isinstance(v, int) and not math.isfinite(v)), path",
+        "if isinstance(value, float) and not math.isfinite(value):",
+        "if isinstance(value, int) and not math.isfinite(value):",
         "results.load checks the wrong type, so NaN and inf float values pass validation",
         (f"{BENCHES_TESTS}/test_studies_report.py::test_results_round_trip_and_csv",
          f"{BENCHES_TESTS}/test_studies_report.py::test_a_bad_results_file_is_a_schema_error",

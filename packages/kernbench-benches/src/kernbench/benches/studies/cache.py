@@ -7,8 +7,12 @@ imports (:func:`source_digest`). Change any of them and the point reruns;
 change a figure or the report and nothing reruns.
 
 Entries are written atomically (a temporary file in the same folder, then
-``os.replace``). An entry that does not parse, or whose key or shape is
-wrong, is *corrupt*: it is ignored and recomputed, never trusted. The cache
+``os.replace``). Each entry holds the SHA-256 of its content (key, values,
+wall time). An entry that cannot be read or parsed (random bytes included),
+whose key, content hash or shape is wrong, or whose values break the study's
+declared fields (a value of the wrong type, not finite, out of range, or
+without a field) is *corrupt*: it is recomputed with a one-line
+:class:`~kernbench.topology.mesh_gen.CacheWarning`, never served. The cache
 folder is ``$KERNBENCH_CACHE_DIR`` when set, else ``platformdirs``' user
 cache directory for ``kernbench`` (``~/.cache/kernbench`` on Linux).
 """
@@ -20,15 +24,18 @@ import hashlib
 import importlib.util
 import json
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from kernbench.benches.studies.base import Scalar, Study, StudyError
+from kernbench.benches.studies.results import check_record
 from kernbench.topology.files import atomic_write_text, cache_root
+from kernbench.topology.mesh_gen import CacheWarning
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: entries hold the SHA-256 of their content
 #: Packages whose modules register implementations or import each other dynamically: a module of one of them
 #: brings in the whole package's source.
 WHOLE_PACKAGES = ("kernbench.topology", "kernbench.sim", "kernbench.components", "kernbench.tl",
@@ -184,17 +191,34 @@ def params_id(study: str, params: Mapping[str, Scalar]) -> str:
 # --------------------------------------------------------------------------- store
 
 
-def _valid_record(values: object) -> bool:
+def content_hash(key: str, values: object, wall_s: object) -> str:
+    """The SHA-256 (hex) an entry stores of its own content: its key, values and wall time."""
+    return hashlib.sha256(canonical({"key": key, "values": values, "wall_s": wall_s}).encode()).hexdigest()
+
+
+def entry_problem(entry: object, key: str, study: Study | None = None) -> str | None:
+    """Why a parsed cache entry cannot be served for ``key`` (None when it can): its format, key, content hash,
+    wall time, and its values against ``study``'s declared fields (types, finiteness, ranges)."""
+    if not isinstance(entry, dict):
+        return f"it is a {type(entry).__name__}, not an object"
+    if entry.get("format") != CACHE_FORMAT:
+        return f"format {entry.get('format')!r}, expected {CACHE_FORMAT}"
+    if entry.get("key") != key:
+        return "it holds another key"
+    values, wall = entry.get("values"), entry.get("wall_s")
+    try:
+        digest = content_hash(key, values, wall)
+    except (TypeError, ValueError):  # NaN/inf or a value JSON cannot hold
+        return "its content cannot be hashed (a value is not finite)"
+    if entry.get("sha256") != digest:
+        return "its content does not match its SHA-256 (edited or damaged)"
+    if isinstance(wall, bool) or not isinstance(wall, int | float) or not math.isfinite(wall) or wall < 0:
+        return f"wall_s {wall!r} is not a finite number of seconds at least 0"
     if not isinstance(values, dict) or not values:
-        return False
-    for k, v in values.items():
-        if not isinstance(k, str):
-            return False
-        if isinstance(v, float) and not math.isfinite(v):
-            return False
-        if not isinstance(v, str | int | float | bool) and v is not None:
-            return False
-    return True
+        return "it holds no values"
+    units = study.units() if study is not None else {k: "1" if isinstance(v, int | float) and not isinstance(
+        v, bool) else "" for k, v in values.items()}
+    return check_record(values, units, "value")
 
 
 class ResultCache:
@@ -209,29 +233,35 @@ class ResultCache:
     def _index(self, study: str, pid: str) -> Path:
         return self.root / "index" / study / f"{pid}.json"
 
-    def get(self, key: str) -> tuple[str, dict | None, float]:
-        """``(status, values, wall_s)``: status is ``hit``, ``missing`` or ``corrupt`` (values None unless hit)."""
+    def get(self, key: str, study: Study | None = None) -> tuple[str, dict | None, float]:
+        """``(status, values, wall_s)``: status is ``hit``, ``missing`` or ``corrupt`` (values None unless hit).
+        A corrupt entry (unreadable, unparsable, edited, or breaking ``study``'s fields: :func:`entry_problem`)
+        is reported with one :class:`CacheWarning` line and never served."""
         path = self._entry(key)
         try:
-            text = path.read_text(encoding="utf-8")
+            entry = json.loads(path.read_bytes().decode("utf-8"))
         except FileNotFoundError:
             return "missing", None, 0.0
-        except OSError:
-            return "corrupt", None, 0.0
-        try:
-            entry = json.loads(text)
-        except ValueError:
-            return "corrupt", None, 0.0
-        if (not isinstance(entry, dict) or entry.get("key") != key or entry.get("format") != CACHE_FORMAT
-                or not _valid_record(entry.get("values"))
-                or not isinstance(entry.get("wall_s"), int | float)):
+        except OSError as exc:
+            problem: str | None = f"it cannot be read ({exc.strerror or exc})"
+        except UnicodeDecodeError:
+            problem = "it is not UTF-8 text"
+        except (ValueError, RecursionError):
+            problem = "it is not valid JSON"
+        else:
+            problem = entry_problem(entry, key, study)
+        if problem is not None:
+            name = f"study {study.name} " if study is not None else "study "
+            warnings.warn(f"{name}cache entry {path} is corrupt ({problem}); recomputing the point", CacheWarning,
+                          stacklevel=2)
             return "corrupt", None, 0.0
         return "hit", entry["values"], float(entry["wall_s"])
 
     def put(self, parts: KeyParts, values: dict, wall_s: float) -> None:
         """Store a point's values (atomically) and remember its key parts in the index."""
         key = parts.key()
-        entry = {"format": CACHE_FORMAT, "key": key, "parts": parts.as_json(), "values": values, "wall_s": wall_s}
+        entry = {"format": CACHE_FORMAT, "key": key, "parts": parts.as_json(), "values": values, "wall_s": wall_s,
+                 "sha256": content_hash(key, values, wall_s)}
         atomic_write_text(self._entry(key), json.dumps(entry, sort_keys=True, allow_nan=False) + "\n")
         atomic_write_text(self._index(parts.study, params_id(parts.study, parts.params)), canonical(parts.as_json()))
 
@@ -239,10 +269,12 @@ class ResultCache:
         """Why a point without a valid entry runs: what changed since its last run, or that it never ran."""
         path = self._index(parts.study, params_id(parts.study, parts.params))
         try:
-            last = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            last = json.loads(path.read_bytes().decode("utf-8"))
+        except (OSError, ValueError, RecursionError):
             return "it has not run before"
         now = parts.as_json()
+        if not isinstance(last, dict) or not isinstance(last.get("files"), dict):
+            return "its cache index entry is unreadable"
         changed = [f"topology file {name} changed" for name in sorted(now["files"])
                    if last.get("files", {}).get(name) != now["files"][name]]
         if last.get("source") != now["source"]:

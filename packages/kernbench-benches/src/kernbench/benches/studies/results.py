@@ -124,9 +124,60 @@ def _require(cond: bool, path: Path, what: str) -> None:
         raise SchemaError(f"{path}: {what}; regenerate it with `kernbench study NAME`")
 
 
+#: Units of amounts that are never negative (times, sizes, bandwidths, counts of a named thing).
+NON_NEGATIVE_UNITS = frozenset({"ns", "ns/B", "B", "GB/s", "elements", "MAC", "keys", "cycles"})
+#: Units of amounts that are whole numbers.
+WHOLE_UNITS = frozenset({"B", "elements", "MAC", "keys"})
+
+
+def value_problem(value: object, unit: str, *, nullable: bool = False) -> str | None:
+    """Why ``value`` cannot be a value of a field of ``unit`` (``""``: a label or text field, else a number of that
+    unit), or None when it can. ``nullable`` admits ``null`` (a param may say "the file's value")."""
+    if value is None:
+        return None if nullable or unit == "" else "null, expected a number"
+    if unit == "":
+        return None if isinstance(value, str | bool) else f"{value!r}, expected text or true/false"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"{value!r}, expected a number of {unit}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value}"
+    if unit in NON_NEGATIVE_UNITS and value < 0:
+        return f"{value!r}, expected a number of {unit} at least 0"
+    if unit in WHOLE_UNITS and value != int(value):
+        return f"{value!r}, expected a whole number of {unit}"
+    return None
+
+
+def check_record(record: object, units: dict[str, str], what: str, *, nullable: bool = False) -> str | None:
+    """Why ``record`` (a mapping of field name to value, e.g. a point's values) breaks the fields ``units``
+    (name -> unit), or None when every entry has a declared field and a valid value."""
+    if not isinstance(record, dict):
+        return f"{what} is not a JSON object"
+    for k, v in record.items():
+        if k not in units:
+            return f"{what} {k!r} has no unit in 'fields'"
+        problem = value_problem(v, units[k], nullable=nullable)
+        if problem is not None:
+            return f"{what} {k!r} is {problem}"
+    return None
+
+
+def _point_id(p: dict) -> str:
+    return json.dumps({"labels": p["labels"], "params": p["params"]}, sort_keys=True)
+
+
+def _registered(name: str) -> Study | None:
+    """The registered study ``name``, or None (a results file of a study this kernbench does not register)."""
+    from kernbench.benches.studies.registry import MODULES, get_study  # the registry imports the study modules
+
+    return get_study(name) if name in MODULES else None
+
+
 def validate(doc: object, path: Path | str = "<results>") -> dict:
     """``doc`` if it is a results document of this schema version, else :class:`SchemaError` saying what is
-    wrong."""
+    wrong: every label, param and value must have a declared field and a value of its unit (finite, in range),
+    no point may appear twice, the points of one panel (same labels) report the same fields, and a study this
+    kernbench registers must hold exactly its grid, with the units it declares."""
     path = Path(path)
     _require(isinstance(doc, dict), path, "is not a JSON object")
     _require(doc.get("schema") == SCHEMA, path, f"has schema {doc.get('schema')!r}, expected {SCHEMA!r}")
@@ -135,13 +186,58 @@ def validate(doc: object, path: Path | str = "<results>") -> dict:
              f"has schema version {version!r}; this kernbench reads version {SCHEMA_VERSION}")
     for key, kind in (("study", str), ("command", str), ("fields", dict), ("provenance", dict), ("points", list)):
         _require(isinstance(doc.get(key), kind), path, f"field {key!r} is missing or not a {kind.__name__}")
+    for k, f in doc["fields"].items():
+        _require(isinstance(f, dict) and isinstance(f.get("unit"), str), path, f"field {k!r} has no unit")
+    units = {k: f["unit"] for k, f in doc["fields"].items()}
+    study = _registered(doc["study"])
+    if study is not None:
+        for k, unit in study.units().items():
+            _require(units.get(k) == unit, path, f"field {k!r} has unit {units.get(k)!r}, but study "
+                                                 f"{study.name!r} declares {unit!r}")
+    _require(bool(doc["points"]), path, "holds no points")
+    seen: dict[str, int] = {}
+    panels: dict[str, tuple[int, set[str]]] = {}
     for i, p in enumerate(doc["points"]):
         _require(isinstance(p, dict) and all(isinstance(p.get(k), dict) for k in ("labels", "params", "values")),
                  path, f"point {i} lacks labels/params/values")
-        for k, v in p["values"].items():
-            _require(k in doc["fields"], path, f"point {i} value {k!r} has no unit in 'fields'")
-            _require(not (isinstance(v, float) and not math.isfinite(v)), path, f"point {i} value {k!r} is {v}")
+        for part in ("labels", "params", "values"):
+            what = f"point {i} {part.removesuffix('s')}"
+            problem = check_record(p[part], units, what, nullable=part != "values")
+            _require(problem is None, path, str(problem))
+        _require(bool(p["values"]), path, f"point {i} has no values")
+        pid = _point_id(p)
+        _require(pid not in seen, path, f"point {i} repeats point {seen.get(pid)} (the same labels and params)")
+        seen[pid] = i
+        panel = json.dumps(p["labels"], sort_keys=True)
+        first, names = panels.setdefault(panel, (i, set(p["values"])))
+        for name in sorted(names ^ set(p["values"])):
+            holder, other = (first, i) if name in names else (i, first)
+            _require(False, path, f"point {other} lacks value {name!r}, which point {holder} of the same panel "
+                                  f"{p['labels']} has")
+    if study is not None:
+        _check_grid(doc, study, seen, path)
     return doc
+
+
+def _check_grid(doc: dict, study: Study, seen: dict[str, int], path: Path) -> None:
+    """The points of ``doc`` are exactly ``study``'s grid, or the part of it its recorded ``--where`` selects."""
+    from kernbench.benches.studies.runner import selected
+
+    run = doc["provenance"].get("run")
+    where = run.get("where") if isinstance(run, dict) else None
+    _require(where is None or (isinstance(where, dict) and all(
+        isinstance(v, list) and all(isinstance(x, str) for x in v) for v in where.values())), path,
+        "provenance.run.where is not a mapping of field to a list of values")
+    selection = tuple((k, tuple(v)) for k, v in (where or {}).items())
+    grid = [_point_id({"labels": dict(g.labels), "params": dict(g.params)}) for g in study.grid()
+            if selected(g, selection)]
+    known = set(grid)
+    extra = sorted(i for pid, i in seen.items() if pid not in known)
+    _require(not extra, path, f"point {extra[0] if extra else ''} is not a point of study {study.name!r}"
+             + (f" selected by --where {where}" if where else ""))
+    missing = [g for g in grid if g not in seen]
+    _require(not missing, path, f"lacks {len(missing)} of the {len(grid)} points of study {study.name!r} (first: "
+                                f"{missing[0] if missing else ''})")
 
 
 def load(path: Path | str) -> dict:
@@ -155,9 +251,12 @@ def load(path: Path | str) -> dict:
         raise SchemaError(f"{path} does not exist; run `kernbench study NAME` first") from None
     except OSError as exc:
         raise SchemaError(f"cannot read {path}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SchemaError(f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
+                          f"regenerate it with `kernbench study NAME`") from None
     try:
         doc = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise SchemaError(f"{path} is not valid JSON ({exc}); regenerate it with `kernbench study NAME`") from None
     return validate(doc, path)
 

@@ -131,7 +131,9 @@ def parse_where(items: list[str] | None) -> tuple[tuple[str, tuple[str, ...]], .
     return tuple(out)
 
 
-def _selected(point: Point, where: tuple[tuple[str, tuple[str, ...]], ...]) -> bool:
+def selected(point: Point, where: tuple[tuple[str, tuple[str, ...]], ...]) -> bool:
+    """Whether ``point`` is one of the points ``--where`` selects (every key a label or param of it, its value,
+    as text, one of the given values)."""
     fields = {**point.labels, **point.params}
     return all(key in fields and str(fields[key]) in values for key, values in where)
 
@@ -143,16 +145,17 @@ def plan(studies: list[Study], options: RunOptions) -> list[StudyPlan]:
     plans = []
     for study in studies:
         planned = []
-        points = [(i, p) for i, p in enumerate(study.grid()) if _selected(p, options.where)]
+        points = [(i, p) for i, p in enumerate(study.grid()) if selected(p, options.where)]
         if not points:
             raise StudyError(f"--where {options.where} selects no point of study {study.name!r}")
         for i, point in points:
             parts = key_parts(study, point.params, options.topology_dir)
             key = parts.key()
-            status, values, wall = cache.get(key)
-            if options.force:
+            if options.force:  # every point reruns: an entry, however damaged, is not even read
                 planned.append(PlannedPoint(i, point, parts, key, False, "--force"))
-            elif status == "hit":
+                continue
+            status, values, wall = cache.get(key, study)  # a corrupt entry warns once and reruns
+            if status == "hit":
                 planned.append(PlannedPoint(i, point, parts, key, True, "cached", values, wall))
             elif status == "corrupt":
                 planned.append(PlannedPoint(i, point, parts, key, False, "its cache entry is corrupt"))
@@ -263,7 +266,8 @@ def run(plans: list[StudyPlan], options: RunOptions) -> list[StudyRun]:
             "git_commit": _git_commit(Path(options.topology_dir)),
             "run": {"argv": list(options.argv) or [sys.argv[0], *sys.argv[1:]], "executor": options.executor,
                     "jobs": options.workers, "wall_s": round(elapsed, 3), "points_run": ran,
-                    "points_cached": len(p.points) - ran, "point_wall_s": walls},
+                    "points_cached": len(p.points) - ran, "point_wall_s": walls,
+                    **({"where": {k: list(v) for k, v in options.where}} if options.where else {})},
         }
         doc = res.document(p.study, points, provenance)
         path, _ = res.write(p.out, doc)
