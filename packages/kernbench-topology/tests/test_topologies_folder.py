@@ -59,3 +59,30 @@ def test_inside_a_clone_the_repository_folder_is_used(tmp_path):
     (repo / "topologies" / "topology.yaml").write_text(text("default"), encoding="utf-8")
     (repo / "deep" / "er").mkdir(parents=True)
     assert topologies_folder(repo / "deep" / "er" / "x.py") == repo / "topologies"
+
+
+def test_export_never_writes_through_a_symlink_made_after_its_check(tmp_path, monkeypatch):
+    """The write itself refuses an existing name (O_EXCL), so a link planted between the check and the write
+    is not followed: its target is never created."""
+    from pathlib import Path
+
+    from kernbench.topology import builtins as b
+    from kernbench.topology.errors import KernbenchError
+
+    target, link = tmp_path / "victim.yaml", tmp_path / "out.yaml"
+    real_exists = Path.exists
+
+    def exists_then_plant(self, *args, **kwargs):
+        found = real_exists(self, *args, **kwargs)
+        if self == link and not found and not link.is_symlink():
+            link.symlink_to(target)  # the race: the check saw nothing, the link appears before the write
+        return found
+
+    monkeypatch.setattr(Path, "exists", exists_then_plant)
+    try:
+        b.export(b.DEFAULT, link)
+    except KernbenchError as exc:
+        assert "already exists (or is a symbolic link)" in str(exc)
+    else:
+        raise AssertionError("export wrote through a symbolic link")
+    assert not real_exists(target)

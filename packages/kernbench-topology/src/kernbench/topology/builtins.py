@@ -60,13 +60,17 @@ def export(name: str, path: str | Path) -> Path:
     """Write builtin topology ``name`` to ``path`` (a file, or a folder to put ``<name>.yaml`` in); refuses to
     overwrite an existing file."""
     body = text(name)
-    dest = Path(path).expanduser()
+    dest = expand_user(path)
     if dest.is_dir():
         dest = dest / f"{name}.yaml"
     if dest.exists():
         raise SpecError(f"{dest} already exists; choose another path or remove it first")
-    try:
-        dest.write_text(body, encoding="utf-8")
+    try:  # "x" is O_CREAT|O_EXCL: no overwrite, and a symlink put there after the check is not followed
+        with open(dest, "x", encoding="utf-8") as fh:
+            fh.write(body)
+    except FileExistsError:
+        raise SpecError(f"{dest} already exists (or is a symbolic link); choose another path or remove it first") \
+            from None
     except OSError as exc:
         raise SpecError(f"cannot write {dest}: {exc.strerror}; choose a writable path") from None
     return dest

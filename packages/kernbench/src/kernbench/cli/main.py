@@ -139,7 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     except KernbenchError as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"kernbench: error: {exc}", file=sys.stderr)
+        from kernbench.topology.safe_yaml import printable  # messages quote user text, which may hold escapes
+
+        print(f"kernbench: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("kernbench: interrupted", file=sys.stderr)

@@ -31,11 +31,22 @@ def _not_empty(path: str | Path, option: str, what: str) -> None:
         raise OutputPathError(f"{option} {str(path)!r}: the path is empty; give {what}")
 
 
+def _expanded(path: str | Path, option: str) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` expanded; :class:`OutputPathError` when that user has no home
+    folder here (``Path.expanduser`` raises ``RuntimeError`` for ``~nosuchuser/x``)."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        user = str(path).split("/", 1)[0][:80]
+        raise OutputPathError(f"{option} {str(path)[:200]!r}: {user} names no user with a home folder on this "
+                              f"machine; spell the path out") from None
+
+
 def output_target(path: str | Path, option: str, folder_name: str | None = None) -> Path:
     """The file ``path`` names, without touching the disk: with ``folder_name``, a ``path`` that is a folder (or
     ends in a separator) means ``path/folder_name``. An empty path is an :class:`OutputPathError`."""
     _not_empty(path, option, "a file name" if folder_name is None else "a file or a folder")
-    p = Path(path).expanduser()
+    p = _expanded(path, option)
     if folder_name is not None and (p.is_dir() or str(path).endswith(("/", os.sep))):
         p = p / folder_name
     return p
@@ -78,7 +89,7 @@ def output_dir(path: str | Path, option: str, *, shown: str | Path | None = None
     """``path`` as a folder this process can write into, created (with its parents) now if missing; messages name
     ``shown`` (default ``path``): the file an option names, when ``path`` is its folder."""
     _not_empty(path, option, "a folder")
-    p = Path(path).expanduser()
+    p = _expanded(path, option)
     path = path if shown is None else shown
     if p.exists() and not p.is_dir():
         raise OutputPathError(f"{option} {path}: is a file, not a folder; give a folder (it is created if missing)")

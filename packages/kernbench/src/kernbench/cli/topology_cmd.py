@@ -52,8 +52,9 @@ def export_target(name: str, path: str) -> Path:
     """The file ``--export NAME PATH`` would write (``PATH``, or ``PATH/NAME.yaml`` for a folder); refuses a
     dangling symbolic link, which writing would follow to create its target somewhere else."""
     from kernbench.cli.paths import OutputPathError
+    from kernbench.topology.spec_loader import expand_user
 
-    dest = Path(path).expanduser()
+    dest = expand_user(path)
     if dest.is_dir():
         dest = dest / f"{name}.yaml"
     if dest.is_symlink() and not dest.exists():
