@@ -99,8 +99,11 @@ def test_license_version_and_changelog_agree(name):
     assert project["license"] == "Apache-2.0" and project["license-files"] == ["LICENSE"]
     pkg = ROOT / "packages" / name
     assert (pkg / "LICENSE").read_text() == (ROOT / "LICENSE").read_text()
-    heading = next(line for line in (pkg / "CHANGELOG.md").read_text().splitlines() if line.startswith("## "))
-    assert heading.split()[1] == project["version"], f"{name}: CHANGELOG's top release is not {project['version']}"
+    headings = [line for line in (pkg / "CHANGELOG.md").read_text().splitlines() if line.startswith("## ")]
+    if headings[0] == "## Unreleased":  # changes since the last release, listed above it until the next one
+        headings = headings[1:]
+    assert headings[0].split()[1] == project["version"], \
+        f"{name}: CHANGELOG's top release is not {project['version']}"
 
 
 @pytest.mark.parametrize(("name", "module"), [("kernbench-topology", "kernbench.topology"),

@@ -33,7 +33,7 @@ import math
 from collections.abc import Iterable
 from pathlib import Path
 
-from kernbench.benches.studies.base import SchemaError, Study
+from kernbench.benches.studies.base import Point, SchemaError, Study
 
 SCHEMA = "kernbench.study-results"
 SCHEMA_VERSION = 1
@@ -219,9 +219,15 @@ def validate(doc: object, path: Path | str = "<results>") -> dict:
     return doc
 
 
+def selected(point: Point, where: tuple[tuple[str, tuple[str, ...]], ...]) -> bool:
+    """Whether ``point`` is one of the points ``--where`` selects (every key a label or param of it, its value,
+    as text, one of the given values)."""
+    fields = {**point.labels, **point.params}
+    return all(key in fields and str(fields[key]) in values for key, values in where)
+
+
 def _check_grid(doc: dict, study: Study, seen: dict[str, int], path: Path) -> None:
     """The points of ``doc`` are exactly ``study``'s grid, or the part of it its recorded ``--where`` selects."""
-    from kernbench.benches.studies.runner import selected
 
     run = doc["provenance"].get("run")
     where = run.get("where") if isinstance(run, dict) else None

@@ -25,6 +25,7 @@ from kernbench.benches.studies.executors import EXECUTORS, check_scheduler, conn
 from kernbench.benches.studies.graphs import study_graph
 from kernbench.benches.studies.progress import Progress
 from kernbench.benches.studies.registry import get_study
+from kernbench.benches.studies.results import selected
 from kernbench.topology.errors import KernbenchError
 from kernbench.topology.versions import installed
 
@@ -129,13 +130,6 @@ def parse_where(items: list[str] | None) -> tuple[tuple[str, tuple[str, ...]], .
             raise StudyError(f"--where {item!r}: use KEY=VALUE[,VALUE...], e.g. --where variant=load_load")
         out.append((key, tuple(values.split(","))))
     return tuple(out)
-
-
-def selected(point: Point, where: tuple[tuple[str, tuple[str, ...]], ...]) -> bool:
-    """Whether ``point`` is one of the points ``--where`` selects (every key a label or param of it, its value,
-    as text, one of the given values)."""
-    fields = {**point.labels, **point.params}
-    return all(key in fields and str(fields[key]) in values for key, values in where)
 
 
 def plan(studies: list[Study], options: RunOptions) -> list[StudyPlan]:
