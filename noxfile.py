@@ -48,7 +48,8 @@ BROWSER_DEPS = ["selenium>=4.10"]
 #: Optional extras installed with a package wherever its tests run (the studies' Dask executor; the topology's
 #: drawing tests need matplotlib, its `draw` extra).
 EXTRAS = {"kernbench-topology": "[draw]", "kernbench-benches": "[dask]"}
-TEX_PACKAGES = "latexmk texlive-latex-recommended texlive-latex-extra texlive-science poppler-utils"
+#: The Debian packages of the report's TeX toolchain, one a line in .ci/tex-packages.txt (also read by .ci/run).
+TEX_PACKAGES = " ".join((Path(__file__).parent / ".ci" / "tex-packages.txt").read_text().split())
 
 
 def _install_tree(session: nox.Session, names: list[str]) -> None:

@@ -21,7 +21,8 @@ def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def topo_copy(tmp_path: Path) -> Path:
-    """A private copy of the default topology (its mesh cache is written beside it)."""
+    """A private copy of the default topology that a test may edit. Nothing is written beside it: the cube mesh
+    it compiles to is cached in the user cache (``cube-mesh`` under ``kernbench.topology.files.cache_root``)."""
     dst = tmp_path / "topology.yaml"
     shutil.copy(DEFAULT_TOPOLOGY, dst)
     return dst

@@ -1,4 +1,4 @@
-"""Determinism (DESIGN invariant 2, issue 12): one bench of each family, run 20 times, prints the same
+"""Determinism (docs/design.md invariant I2, issue 12): one bench of each family, run 20 times, prints the same
 ``kernbench run --json`` byte for byte, whatever the hash seed.
 
 The slow session runs every family 20 times through the real command, each run with its own

@@ -220,8 +220,8 @@ def test_committed_cases_record_a_real_run(case_id):
     assert float.fromhex(entry["clock"]) >= entry["latency_ns"] > 0
 
 
-#: What a data-mode run must share with its timing-mode twin (everything but the bytes in memory): DESIGN
-#: invariant 4, ADR 0007 and 0027.
+#: What a data-mode run must share with its timing-mode twin (everything but the bytes in memory):
+#: docs/design.md invariant I4, ADR 0007 and 0027.
 _TIMING_FIELDS = ("ok", "latency_ns", "records", "oplog", "events", "clock", "links", "summary", "launches",
                   "commands")
 _DATA_FIELDS = ("pages", "tensors", "values")

@@ -1,16 +1,25 @@
-"""The kernel-launch protocol: its messages, the records passed down and back, and the barrier rule.
+"""The kernel-launch protocol: its message kind, the records passed down and back, and the barrier rule.
 
-The path, one file per hop: :mod:`kernbench.components.host` submits and
-completes; :mod:`~kernbench.components.io_cpu` fans a SIP's launch out to its
-cubes; :mod:`~kernbench.components.m_cpu` fans a cube's launch out to its PEs;
-:mod:`~kernbench.components.pe.cpu` runs the kernel and reports back.
+A launch starts here. The runtime submits one :class:`KernelLaunchMsg`, and
+the engine calls this module's start handler (:data:`LAUNCH_KIND`), which
+checks the kernel and its targets and sends one :class:`SipLaunch` per SIP
+from the host node to that SIP's IO_CPU. No code in
+:mod:`~kernbench.components.host` runs on the way down. Then, one file per
+hop: :mod:`~kernbench.components.io_cpu` stamps the barrier time and sends a
+:class:`CubeLaunch` to each targeted cube's M_CPU;
+:mod:`~kernbench.components.m_cpu` sends a :class:`PeLaunch` to each
+targeted PE_CPU; :mod:`~kernbench.components.pe.cpu` runs the kernel body and
+sends its :class:`PeReport` back up in a :class:`LaunchReport`.
 
 Every hop is a zero-byte control message (exact, contention-free timing).
 The IO_CPU stamps one barrier time for the whole launch (the formula is in
 :mod:`~kernbench.components.io_cpu`), so every PE enters its kernel body at
-the same time. Completion reports travel back the same way; a failure is
-carried to the host, which reports the first failing PE in (sip, cube, pe)
-order.
+the same time. Reports travel back the same way, each fan-in point
+(M_CPU, IO_CPU) forwarding once all below it have reported. The launch ends
+in :class:`~kernbench.components.host.HostCpu`: after the last SIP's report
+it finishes the request, with a :class:`KernelError` naming the first
+failing PE in (sip, cube, pe) order if any failed, and the engine then calls
+this module's complete handler, which writes the launch's op-log row.
 """
 
 from __future__ import annotations

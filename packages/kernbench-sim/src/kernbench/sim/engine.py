@@ -33,7 +33,6 @@ from kernbench.sim.memory_store import MemoryStore
 from kernbench.sim.messages import TRANSFER_KINDS, MessageKind, record_transfer
 from kernbench.sim.oplog import OpLog
 from kernbench.topology.address import PhysAddr
-from kernbench.topology.errors import KernbenchError
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.routing import AddressResolver, PathRouter
 
@@ -525,4 +524,4 @@ def _noop(tr: Transfer, t: float) -> None:
     """Completion of a read command: the terminal's reply carries the request on."""
 
 
-__all__ = ["GraphEngine", "KernbenchError", "LinkStats", "Request"]
+__all__ = ["GraphEngine", "LinkStats", "Request"]

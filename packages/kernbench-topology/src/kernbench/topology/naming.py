@@ -30,11 +30,6 @@ PE_BLOCKS = ("pe_cpu", "pe_scheduler", "pe_dma", "pe_fetch_store", "pe_gemm", "p
 UCIE_SIDES = ("n", "s", "e", "w")
 
 
-def host() -> str:
-    """Id of the host CPU."""
-    return HOST
-
-
 def switch() -> str:
     """Id of the tray's PCIe switch."""
     return SWITCH

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernbench.benches.attention.errors import AttentionConfigError
-from kernbench.ccl.neighbours import NeighbourError, Table, link, snake_order
+from kernbench.ccl.neighbours import NeighbourError, snake_order
 
 #: PEs of a cube form a grid this many columns wide for the ``intra_*`` directions (ADR 0016).
 PE_GRID_WIDTH = 4
@@ -118,14 +118,6 @@ def _neighbour(i: int, d: str, width: int) -> int:
 def prefixed(node: TreeNode, prefix: str) -> TreeNode:
     """The same node with its directions renamed for a level (``intra_`` between PEs of a cube)."""
     return TreeNode(None if node.parent is None else prefix + node.parent, tuple(prefix + c for c in node.children))
-
-
-def link_tree(table: Table, nodes: list[TreeNode], pe_of: list[tuple[int, int, int]], width: int,
-              prefix: str) -> None:
-    """Add every tree edge (node to parent, ``prefix`` + direction) to a neighbour table."""
-    for i, node in enumerate(nodes):
-        if node.parent is not None:
-            link(table, pe_of[i], prefix + node.parent, pe_of[_neighbour(i, node.parent, width)])
 
 
 def ring_order(spec, group: CubeGroup) -> list[int]:

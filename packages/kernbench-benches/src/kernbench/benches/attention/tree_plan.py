@@ -129,12 +129,6 @@ class TreePlan:
     users: tuple[UserPlan, ...]
     table: Table = field(repr=False)
 
-    def kv_shape(self, transposed: bool) -> tuple[int, int]:
-        """The 2-D shape of one user's deployed K (``transposed``) or V."""
-        p = self.problem
-        shape = (p.s, p.hkv * p.d) if self.kv_layout == "token" else (p.hkv * p.s, p.d)
-        return shape[::-1] if transposed else shape
-
 
 def default_cubes(spec, partition: str, problem: Problem) -> int:
     """Cubes per user when the caller gives none: one for ``single_pe``; for ``short`` the most cubes (at most
