@@ -128,7 +128,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "runtime-launch-checks-first-tensor-only",
-        f"{RUNTIME}/context.py",
+        f"{RUNTIME}/launching.py",
         "        for t in tensors:\n            self._live(t, f\"launch {name!r}\")",
         "        for t in tensors[:1]:\n            self._live(t, f\"launch {name!r}\")",
         "launch checks session ownership (and liveness) of its first tensor argument only",

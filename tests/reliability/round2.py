@@ -76,6 +76,10 @@ def extend(cat: ModuleType) -> None:
             "again when the block ended before); the session refuses more work, the next one is unaffected",
             "cannot go on, so open a new session for more work",
             stopped + "test_a_caught_limit_error_is_not_raised_again_when_the_block_ends"),
+        api("api-session-threads", sec_api, "four threads sharing one session (KeyError: 3 or a RoutingError before): "
+            "each other thread is refused and nothing is simulated for it; the owner carries on",
+            "a session drives one simulation and is not thread-safe; open", RUNTIME_TESTS + "test_session_threads.py::"
+            "test_other_threads_are_refused_and_the_owner_carries_on"),
         api("api-stale-arg-freed", sec_api, "a kernel writing through a `TensorArg` kept after `torch.free` (wrote "
             "into the tensor that took the memory over before)", "was freed, so its memory may now hold another tensor",
             stale + "test_a_kept_argument_of_a_freed_tensor_fails_the_kernel_and_writes_nothing"),

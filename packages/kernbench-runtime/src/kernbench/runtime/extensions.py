@@ -9,7 +9,9 @@ builds the namespace for its context on first use. This is the only way a
 higher package extends the runtime, so the runtime never imports them.
 
 An :class:`ExtensionRegistry` can also be filled by hand (tests, embedding):
-explicit registrations win over entry points.
+explicit registrations win over entry points. :class:`ExtensionAccess` is the
+part of :class:`~kernbench.runtime.context.RuntimeContext` that looks
+``torch.<name>`` up in its registry.
 """
 
 from __future__ import annotations
@@ -77,3 +79,28 @@ class ExtensionRegistry:
 
 #: The registry every RuntimeContext consults by default for ``torch.<name>`` namespaces.
 EXTENSIONS = ExtensionRegistry()
+
+
+class ExtensionAccess:
+    """``torch.<name>`` for the runtime extensions: built on first use, then kept for the context's life.
+
+    The host class sets ``_extensions`` (name -> namespace) and ``_extension_registry`` in its ``__init__``.
+    """
+
+    def __getattr__(self, name: str):
+        """``torch.distributed`` and the other runtime extensions (see :mod:`kernbench.runtime.extensions`)."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        ext = self.__dict__.get("_extensions")
+        registry = self.__dict__.get("_extension_registry")
+        if ext is None or registry is None:
+            raise AttributeError(name)
+        if name in ext:
+            return ext[name]
+        factory = registry.get(name)
+        if factory is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}, and no installed package "
+                                 f"provides a runtime extension of that name (entry-point group "
+                                 f"kernbench.runtime_extensions; available: {', '.join(registry.names()) or 'none'})")
+        ext[name] = value = factory(self)
+        return value

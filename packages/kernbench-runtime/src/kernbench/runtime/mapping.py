@@ -1,0 +1,73 @@
+"""A tensor's virtual address range, installed in and removed from the MMUs of the PEs that hold it.
+
+With virtual addressing (a context's default) every tensor gets one range of
+virtual addresses from the session's
+:class:`~kernbench.runtime.allocator.VirtualAllocator`. :class:`VirtualMapping`
+installs it with ``MmuMapMsg`` requests sent through the fabric, so their
+latency is part of deploying the tensor, and removes it the same way when the
+tensor is freed. Kernels can then address the tensor by virtual address,
+including the shards other PEs hold (``tl.global_ref``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernbench.components.pe.mmu import MmuMapMsg
+from kernbench.runtime.allocator import VirtualAllocator
+from kernbench.runtime.placement import Shard
+from kernbench.runtime.tensors import Tensor
+from kernbench.topology.address import PhysAddr
+
+
+class VirtualMapping:
+    """Mapping and unmapping a tensor's virtual range in the MMUs (part of
+    :class:`~kernbench.runtime.context.RuntimeContext`)."""
+
+    _va: VirtualAllocator
+
+    def _map(self, t: Tensor) -> None:
+        """Install the tensor's virtual range in the MMU of every PE holding part of it (through the fabric).
+
+        Each PE maps every part of the tensor to one copy of it: its own shard
+        where it holds that part, else a copy in its own cube (same PE index
+        first), else the copy on the same PE index of the nearest-numbered
+        cube. Replicated parts therefore always resolve to the closest copy,
+        and a PE never maps one virtual byte twice.
+        """
+        item = np.dtype(t.dtype).itemsize
+        cols = t.shape[-1] if t.shape else 1
+        copies: dict[tuple, list[tuple[Shard, PhysAddr]]] = {}
+        for part in t.shards:
+            copies.setdefault((part[0].rows, part[0].cols), []).append(part)
+        entries_of: dict[int, tuple] = {}
+
+        def entries(part) -> tuple:
+            shard, addr = part
+            key = id(shard)
+            if key not in entries_of:
+                (r0, r1), (c0, c1) = shard.rows, shard.cols
+                pa = addr.encode()
+                if c1 - c0 == cols:
+                    entries_of[key] = ((t.va + r0 * cols * item, pa, shard.nbytes),)
+                else:
+                    width = (c1 - c0) * item
+                    entries_of[key] = tuple((t.va + (r * cols + c0) * item, pa + (r - r0) * width, width)
+                                            for r in range(r0, r1))
+            return entries_of[key]
+
+        def closest(me: Shard, group):
+            return min(group, key=lambda p: (p[0].pe != me.pe or p[0].cube != me.cube, p[0].cube != me.cube,
+                                            p[0].pe != me.pe, abs(p[0].cube - me.cube), p[0].cube, p[0].pe))
+
+        reqs = []
+        for me, _ in t.shards:
+            mine = [e for group in copies.values() for e in entries(closest(me, group))]
+            reqs.append(self.engine.submit(MmuMapMsg(me.sip, me.cube, me.pe, tuple(mine))))
+        self._drain(reqs)
+
+    def _unmap(self, t: Tensor) -> None:
+        """Remove the tensor's virtual range from the MMUs that mapped it."""
+        reqs = [self.engine.submit(MmuMapMsg(s.sip, s.cube, s.pe, ((t.va, 0, t.nbytes),), unmap=True))
+                for s, _ in t.shards]
+        self._drain(reqs)
