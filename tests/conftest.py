@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -32,3 +33,14 @@ def topo_copy(tmp_path: Path) -> Path:
 def cli():
     """The :func:`run_cli` helper, as a fixture."""
     return run_cli
+
+
+@pytest.fixture(scope="session")
+def synthetic():
+    """The benches package's made-up study results (``studies_synthetic.py``: ``write_synthetic(folder)``), loaded
+    from its file because that test folder is not a package."""
+    spec = importlib.util.spec_from_file_location(
+        "studies_synthetic", ROOT / "packages" / "kernbench-benches" / "tests" / "studies_synthetic.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -4,7 +4,6 @@ from on the title page, writes nothing where it runs, and leaves no kernbench-to
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
@@ -18,18 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 HAVE_TEX = all(shutil.which(c) for c in ("latexmk", "pdflatex", "pdftotext"))
 
 
-def _synthetic():
-    spec = importlib.util.spec_from_file_location(
-        "studies_synthetic", ROOT / "packages" / "kernbench-benches" / "tests" / "studies_synthetic.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.slow  # draws every figure and runs latexmk: about 45 s on two cores
-def test_report_from_outside_the_repository(tmp_path):
+def test_report_from_outside_the_repository(tmp_path, synthetic):
     studies = tmp_path / "studies"
-    _synthetic().write_synthetic(studies)  # made-up results, no git commit: as a run outside a clone records
+    synthetic.write_synthetic(studies)  # made-up results, no git commit: as a run outside a clone records
     elsewhere, temp, out = tmp_path / "elsewhere", tmp_path / "temp", tmp_path / "out"
     elsewhere.mkdir()
     temp.mkdir()

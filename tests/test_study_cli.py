@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -87,14 +86,6 @@ def test_figure_step_rejects_a_wrong_schema_version(tmp_path):
     _one_line_error(proc, "has schema version 7; this kernbench reads version 1")
 
 
-def _synthetic():
-    spec = importlib.util.spec_from_file_location(
-        "studies_synthetic", ROOT / "packages" / "kernbench-benches" / "tests" / "studies_synthetic.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_the_links_panel_from_the_command_line(tmp_path):
     """One links point through `kernbench study`: the record holds the links, the CSV leaves them out."""
     out = tmp_path / "allreduce"
@@ -111,9 +102,9 @@ def test_the_links_panel_from_the_command_line(tmp_path):
     assert "links" not in header.split(",") and "window_ns" in header.split(",") and "→" in row
 
 
-def test_report_draws_the_heatmaps_from_results_and_refuses_another_topology(tmp_path):
+def test_report_draws_the_heatmaps_from_results_and_refuses_another_topology(tmp_path, synthetic):
     studies = tmp_path / "studies"
-    docs = _synthetic().write_synthetic(studies)
+    docs = synthetic.write_synthetic(studies)
     proc = _kb("report", "--no-pdf", "--studies", str(studies), "--out", str(tmp_path / "r"), cache=tmp_path / "c")
     assert proc.returncode == 0, proc.stderr
     figures = tmp_path / "r" / "tex" / "figures"
