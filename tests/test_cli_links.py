@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -92,6 +93,35 @@ def test_malformed_and_mismatched_links_files(gemm_links, tmp_path, capsys, monk
             "topology 'ahbm-6sip-ring-1d' has 30998") in error("links", str(path), "--heatmap", str(tmp_path / "x.svg"),
                                                       "--topology", "topologies/6sip_2x3_ring_1d.yaml")
     assert "must end in .svg, .png or .pdf" in error("links", str(path), "--heatmap", str(tmp_path / "x.gif"))
+
+
+def test_the_heatmap_never_overwrites_its_inputs_and_a_failed_draw_keeps_the_old_file(gemm_links, tmp_path, capsys,
+                                                                                      monkeypatch):
+    monkeypatch.chdir(ROOT)
+    path, _ = gemm_links
+    copy = tmp_path / "copy.links.svg"  # a links file whose name ends like a heatmap
+    copy.write_bytes(path.read_bytes())
+    before = copy.read_bytes()
+    assert main(["links", str(copy), "--heatmap", str(copy)]) == 2
+    assert "--heatmap" in capsys.readouterr().err and copy.read_bytes() == before
+    topo = tmp_path / "t.svg"
+    topo.write_bytes(DEFAULT_TOPOLOGY.read_bytes())
+    assert main(["links", str(path), "--heatmap", str(topo), "--topology", str(topo)]) == 2
+    assert "is the topology file" in capsys.readouterr().err and topo.read_bytes() == DEFAULT_TOPOLOGY.read_bytes()
+    old = tmp_path / "old.svg"
+    old.write_text("the previous heatmap")
+    assert main(["links", str(path), "--heatmap", str(old), "--scope", "cube", "--sip", "99"]) == 2
+    assert old.read_text() == "the previous heatmap"
+    from matplotlib.figure import Figure
+
+    def half_written(self, out, **_kwargs):
+        Path(out).write_text("<svg half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", half_written)
+    assert main(["links", str(path), "--heatmap", str(old), "--scope", "cube"]) == 2
+    assert "No space left on device" in capsys.readouterr().err and old.read_text() == "the previous heatmap"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.links.svg", "old.svg", "t.svg"]  # no part files
 
 
 def test_session_link_stats_shows_a_deployment_on_the_host_link():

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from kernbench.benches.studies import executors
 from kernbench.benches.studies.base import StudyError
@@ -26,6 +27,7 @@ from kernbench.sim.limits import DEFAULT_SESSION_TIMEOUT_S, Limits
 from kernbench.sim.links import MAX_JSON_DEPTH, LinksFileError, load_json
 
 ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_TOPOLOGY = ROOT / "topologies" / "topology.yaml"
 
 
 def _error(capsys, *argv: str) -> str:
@@ -290,13 +292,14 @@ def test_the_run_gets_what_compilation_left_of_the_timeout():
 
     class Engine:
         deadline = timeout_s = halted = None
-        limits = run_cmd._remaining(Limits(timeout_s=10.0), time.monotonic() - 4.0)
+        limits = Limits(timeout_s=10.0, started=time.monotonic() - 4.0)
 
     engine = Engine()
     with watchdog(engine, 10.0):
         assert 5.5 < engine.deadline - time.monotonic() <= 6.0 and engine.timeout_s == 10.0
         assert 5.5 < signal.getitimer(signal.ITIMER_REAL)[0] <= 6.0
-    assert run_cmd._remaining(Limits(timeout_s=None), 0.0).started is None
+    assert 5.5 < Engine.limits.deadline() - time.monotonic() <= 6.0  # what a GraphEngine built with them gets
+    assert abs(run_cmd.limits_from("1", "1", "10").started - time.monotonic()) < 1.0  # the CLI's clock: at parse
 
 
 _ORPHANS = textwrap.dedent("""
@@ -304,7 +307,7 @@ _ORPHANS = textwrap.dedent("""
     from kernbench.benches.studies import executors
     executors.PARENT_CHECK_S = 0.1
     tasks = [(os.getpid, ())] * 8 + [(time.sleep, (120,))] * 2
-    it = executors._process(tasks, 2)
+    it = executors._process(tasks, 2) if sys.argv[1] == "process" else executors._dask(tasks, 2, None)
     pids = {next(it)[1] for _ in range(8)}
     print(" ".join(map(str, sorted(pids))), flush=True)
     time.sleep(120)
@@ -320,9 +323,14 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
-def test_study_pool_workers_exit_when_the_parent_dies(sig):
-    proc = subprocess.Popen([sys.executable, "-c", _ORPHANS], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+@pytest.mark.parametrize(("executor", "sig"), [("process", signal.SIGKILL), ("process", signal.SIGTERM),
+                                               ("dask", signal.SIGKILL)])
+def test_study_pool_workers_exit_when_the_parent_dies(executor, sig):
+    """The process pool's workers watch their parent (``_exit_with_parent``); a ``LocalCluster``'s worker
+    processes are ended by their nannies' own parent check, which this pins down."""
+    if executor == "dask":
+        pytest.importorskip("distributed")
+    proc = subprocess.Popen([sys.executable, "-c", _ORPHANS, executor], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         pids = [int(p) for p in proc.stdout.readline().split()]
         assert pids and all(_alive(p) for p in pids)
@@ -333,3 +341,30 @@ def test_study_pool_workers_exit_when_the_parent_dies(sig):
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(p) for p in pids)
+
+
+def test_a_scaled_mesh_cache_entry_never_reaches_a_latency(tmp_path):
+    """The cube-mesh cache entry of a topology edited to 1.2x its coordinates (the wires 20 % longer) used to give
+    gemm-single-pe a latency of 3821.14 ns instead of 3645.86 ns; the entry is regenerated with a warning and the
+    run's latency is the clean one, exactly."""
+    env = {**os.environ, "KERNBENCH_CACHE_DIR": str(tmp_path / "cache")}
+    topo = tmp_path / "topology.yaml"
+    topo.write_text(DEFAULT_TOPOLOGY.read_text())
+
+    def latency() -> tuple[float, str]:
+        proc = subprocess.run([sys.executable, "-m", "kernbench.cli.main", "run", "--bench", "gemm-single-pe",
+                               "--topology", str(topo), "--json"], capture_output=True, text=True, env=env,
+                              timeout=300, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)["latency_ns"], proc.stderr
+
+    clean, _ = latency()
+    assert round(clean, 2) == 3645.86
+    (entry,) = (tmp_path / "cache").rglob("*.yaml")
+    data = yaml.safe_load(entry.read_text())
+    data["col_xs"] = [x * 1.2 for x in data["col_xs"]]
+    data["row_ys"] = [y * 1.2 for y in data["row_ys"]]
+    entry.write_text(yaml.safe_dump(data, sort_keys=False))
+    again, err = latency()
+    assert "is unusable (ValueError: the layout does not match its content_sha256" in err and "regenerating it" in err
+    assert again == clean

@@ -83,6 +83,10 @@ def extend(cat: ModuleType) -> None:
         api("api-stale-arg-freed", sec_api, "a kernel writing through a `TensorArg` kept after `torch.free` (wrote "
             "into the tensor that took the memory over before)", "was freed, so its memory may now hold another tensor",
             stale + "test_a_kept_argument_of_a_freed_tensor_fails_the_kernel_and_writes_nothing"),
+        api("api-stale-ref-mid-kernel", sec_api, "the host frees a tensor while a kernel holding `tl.ref(arg)` (or a "
+            "block of it, or `tl.global_ref`) is still running, and a new tensor takes its memory (the kernel read "
+            "the new tensor's data before)", "which was freed while the kernel ran, so its",
+            stale + "test_a_reference_made_before_the_host_frees_its_tensor_dies_with_it"),
         api("api-stale-arg-foreign", sec_api, "a kernel using a `TensorArg` kept from a kernel of another session "
             "(read that session's data before)",
             "but this kernel runs in {s2.name}; pass this session's tensors as launch arguments",

@@ -94,6 +94,10 @@ def extend(cat: ModuleType) -> None:
         cli("links-utilisation-above-one", sec_other, "a links file with `utilisation: 7.5` (shown as 750 % before)",
             ("links", "{tmp}/l.json"), "links[0].utilisation is 7.5 (a → b); expected a fraction from 0 to 1",
             files={"l.json": raw(_links_file(7.5))}),
+        cli("links-heatmap-over-input", sec_out, "`kernbench links l.svg --heatmap l.svg` (the links file was "
+            "overwritten by its own heatmap before, and a failed draw left half a file)", ("links", "{tmp}/l.svg",
+            "--heatmap", "{tmp}/l.svg"), "--heatmap {tmp}/l.svg: is the links file, which this command reads",
+            files={"l.svg": raw(_links_file(0.5))}),
         cli("links-deep-json", sec_other, "a links file nested 100,000 deep (RecursionError before)",
             ("links", "{tmp}/l.json"), "links file {tmp}/l.json nests lists or objects more than 64 levels deep",
             files={"l.json": raw(deep)}),
@@ -134,7 +138,8 @@ def extend(cat: ModuleType) -> None:
             "because it has no block to bound: run it under `kernbench.sim.limits.watchdog` or use `session()`",
             "the run took more than the wall-clock timeout of", TESTS + "test_session_has_a_default_wall_clock_limit"),
         api("api-study-orphans", sec_budget, "`kernbench study` killed by SIGTERM or SIGKILL (its pool workers ran "
-            "on, orphaned, before): each worker watches its parent and exits within a second of its death",
+            "on, orphaned, before): each worker watches its parent and exits within a second of its death; the "
+            "worker processes of `--executor dask`'s local cluster end with it too (checked for SIGKILL)",
             "assert not any(_alive(p) for p in pids)", TESTS + "test_study_pool_workers_exit_when_the_parent_dies"),
         api("api-timeout-covers-compile", sec_budget, "`--timeout 2` on the largest valid topology (took 78 s: the "
             "clock started after compilation): `--timeout` now counts from before the topology is compiled, and "

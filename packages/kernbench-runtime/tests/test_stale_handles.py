@@ -123,3 +123,47 @@ def test_a_live_argument_and_a_hand_made_one_pass_the_check(graph):
         assert bare.lease is None and bare == k  # the lease takes no part in equality
         torch.wait(torch.launch("scribble", _scribble([bare], "store"), a))
         np.testing.assert_array_equal(torch.peek(a), np.full((8, 64), 7, np.float16))
+
+
+def _hold(how: str):
+    """A kernel that takes a reference to ``a`` (``how``: ``ref``, ``block`` or ``global_ref``), waits 50,000
+    cycles, then copies what the reference names into ``out``."""
+    def hold(tl, a, out):
+        if how == "ref":
+            r = tl.ref(a)
+        elif how == "block":
+            r = tl.ref(a)[0:8, 0:64]
+        else:
+            r = tl.global_ref(a)[0:8, 0:64]
+        tl.cycles(50_000)
+        tl.store(tl.ref(out)[0:8, 0:64], tl.load(r))
+    return hold
+
+
+def _quick(tl, x):
+    tl.cycles(10)
+
+
+@pytest.mark.parametrize("how", ["ref", "block", "global_ref"])
+def test_a_reference_made_before_the_host_frees_its_tensor_dies_with_it(graph, how):
+    """The host frees ``a`` while a kernel holding ``tl.ref(a)`` is still running (it waits for a shorter launch
+    first) and puts ``b`` (all 3s) on a's memory: the reference is refused at its next use, and nothing of b
+    reaches ``out`` (the copy used to read b's 3s)."""
+    two = DPPolicy(num_cubes=2, num_pes=1)
+    with session(graph, data=True) as torch:
+        x = torch.from_numpy(np.zeros((8, 64), np.float16), ONE)
+        a = torch.from_numpy(np.ones((16, 64), np.float16), two)
+        out = torch.from_numpy(np.zeros((16, 64), np.float16), two)
+        short = torch.launch("quick", _quick, x)
+        running = torch.launch("hold", _hold(how), a, out)
+        torch.wait(short)
+        a_addrs = [addr for _, addr in a.shards]
+        torch.free(a)
+        b = torch.from_numpy(np.full((16, 64), 3, np.float16), two)
+        assert [addr for _, addr in b.shards] == a_addrs  # b now holds a's bytes
+        with pytest.raises(KernelError) as info:
+            torch.wait(running)
+        assert ("a reference into tensor argument float16[16, 64], which was freed while the kernel ran, so its "
+                "memory may now hold another tensor; free a tensor only after the kernels using it have finished "
+                "(torch.wait)") in str(info.value)
+        np.testing.assert_array_equal(torch.peek(out), np.zeros((16, 64), np.float16))

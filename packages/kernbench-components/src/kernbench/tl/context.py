@@ -197,6 +197,11 @@ class TLContext(ElementwiseOps, MessageOps):
             if h.ctx is not self:
                 raise TLError(f"kernel {self.kernel!r} on PE {self.pe} used a tensor handle created by another "
                               f"kernel ({h.ctx.kernel!r} on PE {h.ctx.pe}); handles are only valid in their kernel")
+            if h.lease is not None and h.lease.gone is not None:
+                raise TLError(f"kernel {self.kernel!r} on PE {self.pe} used {h}, a reference into tensor argument "
+                              f"{h.lease.label}, which {h.lease.gone} while the kernel ran, so its memory may now "
+                              f"hold another tensor; free a tensor only after the kernels using it have finished "
+                              f"(torch.wait)")
             if self._scratch.is_dead(h.scope):
                 raise TLError(f"kernel {self.kernel!r} on PE {self.pe} used {h}, allocated in a scratch scope that "
                               f"has exited; its bytes may be reused — allocate it before the scope")
@@ -228,8 +233,11 @@ class TLContext(ElementwiseOps, MessageOps):
         if arg.lease is not None:
             self._check_arg(op, arg.lease)
         if arg.va is not None:
-            return self._handle(arg.va, arg.shape, arg.dtype, "hbm", virtual=True)
-        return self._handle(arg.addr.encode(), arg.shape, arg.dtype, "hbm")
+            h = self._handle(arg.va, arg.shape, arg.dtype, "hbm", virtual=True)
+        else:
+            h = self._handle(arg.addr.encode(), arg.shape, arg.dtype, "hbm")
+        h.lease = arg.lease
+        return h
 
     def global_ref(self, arg: TensorArg) -> TensorHandle:
         """A virtual handle over the whole tensor (2-D view), wherever its shards live; slice it into blocks."""
@@ -239,7 +247,9 @@ class TLContext(ElementwiseOps, MessageOps):
             self._check_arg("global_ref", arg.lease)
         shape = arg.tensor_shape
         view = (1, shape[0]) if len(shape) == 1 else (math.prod(shape[:-1]), shape[-1])
-        return self._handle(arg.tensor_va, view, arg.dtype, "hbm", virtual=True)
+        h = self._handle(arg.tensor_va, view, arg.dtype, "hbm", virtual=True)
+        h.lease = arg.lease
+        return h
 
     def _check_arg(self, op: str, lease: TensorLease) -> None:
         """:class:`TLError` when a tensor argument belongs to another session than this kernel's, or its tensor is

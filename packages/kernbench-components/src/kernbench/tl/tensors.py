@@ -77,15 +77,20 @@ class TensorHandle:
     or ``"tcm"`` (data in the PE's TCM). ``virtual`` handles hold a virtual
     address the PE's MMU translates on access. ``ready`` is the completion
     event of a lazy load or receive still filling the tensor, ``scope`` the
-    scratch scope it was allocated in (0 = the kernel's outermost).
+    scratch scope it was allocated in (0 = the kernel's outermost). ``lease``
+    is the tensor argument's :class:`TensorLease` for a reference into one (and
+    every block of it), so a reference made before the host freed the tensor
+    dies with it.
     """
 
-    __slots__ = ("ctx", "operand", "ready", "scope", "virtual")
+    __slots__ = ("ctx", "lease", "operand", "ready", "scope", "virtual")
 
-    def __init__(self, ctx, operand: Operand, virtual: bool = False) -> None:  # ctx: the owning TLContext
+    def __init__(self, ctx, operand: Operand, virtual: bool = False,
+                 lease: TensorLease | None = None) -> None:  # ctx: the owning TLContext
         self.ctx = ctx
         self.operand = operand
         self.virtual = virtual
+        self.lease = lease
         self.ready = None
         self.scope = 0
 
@@ -144,7 +149,7 @@ class TensorHandle:
         (r0, r1, rs), (c0, c1, cs) = (k.indices(s) for k, s in zip(key, self.shape, strict=True))
         if rs != 1 or cs != 1 or r1 <= r0 or c1 <= c0:
             raise TLError(f"block {key!r} of a tensor of shape {self.shape} is empty or strided")
-        return TensorHandle(self.ctx, self.operand.block(r0, r1, c0, c1), self.virtual)
+        return TensorHandle(self.ctx, self.operand.block(r0, r1, c0, c1), self.virtual, self.lease)
 
     def __repr__(self) -> str:
         return f"TensorHandle({self.space}, shape={self.shape}, dtype={self.dtype})"

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+from kernbench.cli.paths import check_distinct, plan_outputs, replace_atomically
 from kernbench.cli.topo import load_graph
 from kernbench.sim.links import LinksFileError, LinksReport, check_topology, format_top, read_links
 from kernbench.topology import TopologyGraph
@@ -65,10 +67,12 @@ def draw(report: LinksReport, graph: TopologyGraph, out: str, scope: str = "auto
 
 def run_links(args: argparse.Namespace) -> int:
     """Print the busiest links; draw the heatmap when asked."""
+    heatmap = None
     if args.heatmap:
-        from kernbench.cli.paths import output_file
-
-        output_file(args.heatmap, "--heatmap", parents=True)
+        inputs = {"the links file": Path(args.file)}
+        if args.topology and not str(args.topology).startswith("builtin:"):
+            inputs["the topology file"] = Path(args.topology)
+        heatmap = plan_outputs({"--heatmap": (args.heatmap, None)}, inputs)["--heatmap"]
     report = read_links(args.file)
     if args.top < 0:
         raise LinksFileError(f"--top {args.top} must be 0 or more")
@@ -78,7 +82,11 @@ def run_links(args: argparse.Namespace) -> int:
     if args.heatmap:
         print(f"kernbench links: drawing the heatmap into {printable(args.heatmap)} …", file=sys.stderr, flush=True)
         graph = topology_of(report, args.topology, f"links file {args.file}")
-        info = draw(report, graph, args.heatmap, args.scope, args.sip, args.cube)
+        recorded = report.run.get("topology_file")
+        if args.topology is None and recorded and not str(recorded).startswith("builtin:"):
+            check_distinct({"--heatmap": heatmap}, {"the topology file the links file names": Path(str(recorded))})
+        with replace_atomically(heatmap) as part:
+            info = replace(draw(report, graph, str(part), args.scope, args.sip, args.cube), path=heatmap)
         where = {"system": "the whole tray", "sip": f"SIP {info.sip}",
                  "cube": f"SIP {info.sip} cube {info.cube}"}[info.scope]
         busiest = (f"; busiest link shown: {info.busiest_drawn[0]} → {info.busiest_drawn[1]} "
