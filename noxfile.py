@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import tarfile
@@ -30,18 +31,12 @@ nox.options.sessions = ["tests", "integration", "lint", "packaging"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.default_venv_backend = "uv|virtualenv"  # uv when installed (CI installs it): much faster installs
 
-# Dependency order: each package installs with the siblings below it, from the local tree.
-PACKAGES = {
-    "kernbench-topology": [],
-    "kernbench-sim": ["kernbench-topology"],
-    "kernbench-components": ["kernbench-topology", "kernbench-sim"],
-    "kernbench-runtime": ["kernbench-topology", "kernbench-sim", "kernbench-components"],
-    "kernbench-ccl": ["kernbench-topology", "kernbench-sim", "kernbench-components", "kernbench-runtime"],
-    "kernbench-benches": ["kernbench-topology", "kernbench-sim", "kernbench-components", "kernbench-runtime",
-                          "kernbench-ccl"],
-    "kernbench": ["kernbench-topology", "kernbench-sim", "kernbench-components", "kernbench-runtime",
-                  "kernbench-ccl", "kernbench-benches"],
-}
+# Dependency order, read from each package's pyproject.toml (tests/package_chain.py): each package installs with
+# the siblings below it, from the local tree.
+_spec = importlib.util.spec_from_file_location("package_chain", Path(__file__).parent / "tests" / "package_chain.py")
+package_chain = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(package_chain)
+PACKAGES = {name: package_chain.below(name) for name in package_chain.distributions()}
 TEST_DEPS = ["pytest>=8", "hypothesis>=6"]
 #: The viewer's browser tests drive Debian's chromium/chromium-driver (installed by .ci/run) through selenium.
 BROWSER_DEPS = ["selenium>=4.10"]

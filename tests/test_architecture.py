@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from . import package_chain
+
 ROOT = Path(__file__).resolve().parents[1]
-CHAIN = ["topology", "sim", "components", "runtime", "ccl", "benches", "cli"]
-# kernbench.tl lives in the kernbench-components distribution, beside kernbench.components
-DISTRIBUTION = {"topology": "topology", "sim": "sim", "components": "components", "tl": "components",
-                "runtime": "runtime", "ccl": "ccl", "benches": "benches", "cli": "cli"}
+#: The layers in dependency order, from the packages' pyproject.toml files (package_chain.py)
+CHAIN = [package_chain.layer(name) for name in package_chain.distributions()]
+#: kernbench sub-package -> its layer (kernbench.tl lives in kernbench-components, beside kernbench.components)
+DISTRIBUTION = {sub: package_chain.layer(name) for sub, name in package_chain.owner().items()}
 
 
 def _modules() -> dict[str, Path]:

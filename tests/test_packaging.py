@@ -17,13 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from . import package_chain
+
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["kernbench-topology", "kernbench-sim", "kernbench-components", "kernbench-runtime", "kernbench-ccl",
-            "kernbench-benches", "kernbench"]
+PACKAGES = list(package_chain.distributions())
 #: kernbench sub-package -> distribution
-OWN = {"topology": "kernbench-topology", "sim": "kernbench-sim", "components": "kernbench-components",
-       "tl": "kernbench-components", "runtime": "kernbench-runtime", "ccl": "kernbench-ccl",
-       "benches": "kernbench-benches", "cli": "kernbench"}
+OWN = package_chain.owner()
 #: third-party top-level module -> distribution
 THIRD_PARTY = {"numpy": "numpy", "yaml": "pyyaml", "simpy": "simpy", "greenlet": "greenlet", "matplotlib": "matplotlib",
                "platformdirs": "platformdirs", "rich": "rich", "dask": "dask", "distributed": "dask"}

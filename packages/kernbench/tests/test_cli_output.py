@@ -20,7 +20,7 @@ from kernbench.cli import run_cmd, study_cmd
 from kernbench.cli.main import main
 from kernbench.cli.probe import ProbeError, case_names, run_probe
 from kernbench.cli.progress import LineTicker, Progress, announce, describe
-from kernbench.cli.report import print_probe
+from kernbench.cli.probe_tables import print_probe
 from kernbench.runtime import DPPolicy
 from kernbench.runtime import bench as bench_mod
 from kernbench.runtime.bench import ENTRY_POINT_GROUP, BenchInfo, BenchRegistry, BenchResult
@@ -200,7 +200,7 @@ def test_the_lone_contention_flow_alone(small_graph):
 
 
 def test_kernbench_probe_case_contention_1flow(small_graph, monkeypatch, capsys):
-    monkeypatch.setattr("kernbench.cli.topo.load_graph", lambda arg: small_graph)
+    monkeypatch.setattr("kernbench.cli.topology_loader.load_graph", lambda arg: small_graph)
     assert main(["probe", "--case", "contention-1flow", "--strict"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[2].startswith("contention-1flow ") and out[3] == "invariants:"

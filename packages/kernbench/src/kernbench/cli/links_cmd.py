@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kernbench.cli.paths import check_distinct, plan_outputs, replace_atomically
-from kernbench.cli.topo import load_graph
+from kernbench.cli.topology_loader import load_graph
 from kernbench.sim.links import LinksFileError, LinksReport, check_topology, format_top, read_links
 from kernbench.topology import TopologyGraph
 from kernbench.topology.heatmap import SCOPES, HeatmapInfo, write_heatmap

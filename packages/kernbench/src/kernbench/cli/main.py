@@ -114,8 +114,8 @@ def _dispatch(args) -> int:
 
         return run_study_command(args) if args.command == "study" else run_report_command(args)
     from kernbench.cli.probe import run_probe
-    from kernbench.cli.report import print_probe
-    from kernbench.cli.topo import load_graph
+    from kernbench.cli.probe_tables import print_probe
+    from kernbench.cli.topology_loader import load_graph
 
     result = run_probe(load_graph(args.topology), args.case)
     if args.json:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kernbench.cli.paths import output_file, plan_outputs, replace_atomically
 from kernbench.cli.progress import Progress
-from kernbench.cli.topo import load_graph
+from kernbench.cli.topology_loader import load_graph
 from kernbench.runtime.bench import BenchError, BenchInfo, BenchResult, discover, run_bench
 from kernbench.runtime.params import parse_assignments
 from kernbench.sim import limits as budget

@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from kernbench.cli.topo import load_graph
+from kernbench.cli.topology_loader import load_graph
 from kernbench.topology import TopologyGraph, builtin_names
 from kernbench.topology.builtins import export as export_builtin
 from kernbench.topology.errors import KernbenchError

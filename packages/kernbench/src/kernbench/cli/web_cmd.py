@@ -30,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run_web(args: argparse.Namespace) -> int:
     """Check the inputs, then export the viewer or serve it until Ctrl-C."""
-    from kernbench.cli.topo import load_graph
+    from kernbench.cli.topology_loader import load_graph
     from kernbench.cli.web import ViewerInputError, ViewerServer, ViewerState, export_viewer, is_loopback
     from kernbench.cli.web.model import load_links, read_run
     from kernbench.sim.links import read_links
