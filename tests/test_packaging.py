@@ -203,3 +203,12 @@ def test_the_packaging_session_removes_its_temporary_folder(noxfile, fail_at):
             module.packaging(session)
     assert session.calls >= (fail_at or 10)
     assert list(temp.iterdir()) == []
+
+
+def test_the_report_install_hint_names_the_packages_ci_installs():
+    """The installed report's hint (it cannot read .ci/) and .ci/tex-packages.txt (read by .ci/run and noxfile.py)
+    name the same TeX packages; the CI list adds only poppler-utils, which the report's tests use."""
+    from kernbench.benches.studies.report.build import TEX_PACKAGES
+
+    ci = (ROOT / ".ci" / "tex-packages.txt").read_text().split()
+    assert set(ci) - set(TEX_PACKAGES.split()) == {"poppler-utils"} and set(TEX_PACKAGES.split()) <= set(ci)

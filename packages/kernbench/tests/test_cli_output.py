@@ -19,8 +19,8 @@ import pytest
 from kernbench.cli import run_cmd, study_cmd
 from kernbench.cli.main import main
 from kernbench.cli.probe import ProbeError, case_names, run_probe
-from kernbench.cli.progress import LineTicker, Progress, announce, describe
 from kernbench.cli.probe_tables import print_probe
+from kernbench.cli.progress import LineTicker, Progress, announce, describe
 from kernbench.runtime import DPPolicy
 from kernbench.runtime import bench as bench_mod
 from kernbench.runtime.bench import ENTRY_POINT_GROUP, BenchInfo, BenchRegistry, BenchResult

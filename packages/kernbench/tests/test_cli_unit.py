@@ -20,8 +20,8 @@ from kernbench.cli import run_cmd
 from kernbench.cli.main import _environment_error, _parser, main
 from kernbench.cli.paths import OutputPathError, output_dir, output_file
 from kernbench.cli.probe import CaseResult, ProbeResult
-from kernbench.cli.progress import Progress, _fmt_ns, describe
 from kernbench.cli.probe_tables import _size, print_probe
+from kernbench.cli.progress import Progress, _fmt_ns, describe
 from kernbench.cli.run_cmd import _devices, limits_from, run_list, trace_path
 from kernbench.cli.study_cmd import _describe, topology_dir
 from kernbench.runtime import DPPolicy
