@@ -39,6 +39,7 @@ from kernbench.tl.elementwise import ElementwiseOps
 from kernbench.tl.hazards import Hazards
 from kernbench.tl.issue import Issuer, KernelHost, RecordingIssuer, SimIssuer
 from kernbench.tl.messages import MessageOps
+from kernbench.tl.pointers import call_kernel
 from kernbench.tl.scratch import ScratchArena
 from kernbench.tl.tensors import TensorArg, TensorHandle, TensorLease, TLError
 from kernbench.topology.tcm_layout import TcmLayout
@@ -46,9 +47,10 @@ from kernbench.topology.tcm_layout import TcmLayout
 
 def record(fn, *args, spec, kernel: str = "kernel", pe: tuple[int, int, int] = (0, 0, 0),
            program_id: tuple[int, int] = (0, 0), num_programs: tuple[int, int] = (1, 1)) -> list:
-    """Run ``fn(tl, *args)`` in command-list mode and return the PE commands it would issue, in order."""
+    """Run ``fn(tl, *args)`` (or a pointer-form ``fn(*args, tl=tl)``, :mod:`kernbench.tl.pointers`) in
+    command-list mode and return the PE commands it would issue, in order."""
     ctx = TLContext.recorder(spec, kernel, pe, program_id, num_programs)
-    fn(ctx, *args)
+    call_kernel(fn, ctx, args)
     ctx.end_kernel()
     return ctx.commands
 

@@ -27,7 +27,7 @@ from kernbench.components.launch import KernelLaunchMsg, LaunchResult
 from kernbench.runtime.placement import Shard
 from kernbench.runtime.tensors import RuntimeApiError, Tensor, shard_shape
 from kernbench.sim import Request
-from kernbench.tl import TensorArg, TLContext
+from kernbench.tl import TensorArg, TLContext, call_kernel
 from kernbench.topology import naming as nm
 from kernbench.topology.address import PhysAddr
 
@@ -80,7 +80,7 @@ class KernelBody:
             if isinstance(tl, TLContext):
                 tl.bind_session(self.session)
             try:
-                out = self.__wrapped__(tl, *args)
+                out = call_kernel(self.__wrapped__, tl, args)  # fn(tl, *args), or fn(*ptrs, tl=tl)
             except SystemExit as exc:
                 raise RuntimeApiError(f"the kernel raised SystemExit({exc.code!r}); a kernel cannot end the "
                                       f"program: return from it, or raise an exception to fail the launch") from None
