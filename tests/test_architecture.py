@@ -109,8 +109,7 @@ def test_kernel_language_modules_stay_small():
 # packages/kernbench-sim/tests/test_simpy_pin.py): (module, attribute).
 SIMPY_INTERNALS = {("kernbench.sim.engine", "_queue"), ("kernbench.sim.engine", "_eid"),
                    ("kernbench.sim.engine", "_now"), ("kernbench.sim.engine", "_value"),
-                   ("kernbench.sim.engine", "_ok"),  # GraphEngine.run(until=...) builds SimPy's URGENT stop event
-                   ("kernbench.components.pe.cpu", "_value")}
+                   ("kernbench.sim.engine", "_ok")}  # GraphEngine.run(until=...) builds SimPy's URGENT stop event
 
 
 def _private_reaches(path: Path) -> list[tuple[int, str]]:

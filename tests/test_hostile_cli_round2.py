@@ -306,8 +306,10 @@ _ORPHANS = textwrap.dedent("""
     import os, sys, time
     from kernbench.benches.studies import executors
     executors.PARENT_CHECK_S = 0.1
-    tasks = [(os.getpid, ())] * 8 + [(time.sleep, (120,))] * 2
-    it = executors._process(tasks, 2) if sys.argv[1] == "process" else executors._dask(tasks, 2, None)
+    if sys.argv[1] == "process":
+        it = executors._process([(os.getpid, ())] * 8 + [(time.sleep, (120,))] * 2, 2)
+    else:  # no sleeping tasks: Dask may start them first; the cluster lives while the generator is suspended
+        it = executors._dask([(os.getpid, ())] * 10, 2, None)
     pids = {next(it)[1] for _ in range(8)}
     print(" ".join(map(str, sorted(pids))), flush=True)
     time.sleep(120)

@@ -138,7 +138,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "sim-max-sim-ns-after-last-event",
         f"{SIM}/engine.py",
-        "        except EmptySchedule:\n            self._check_budget()\n",
+        "        except EmptySchedule:\n            check(self)\n",
         "        except EmptySchedule:\n            pass\n",
         "the budgets (max_sim_ns among them) are not checked once the run's last event has been processed",
         (f"{RUNTIME_TESTS}/test_budgets.py", f"{SIM_TESTS}/test_engine_api.py", f"{SIM_TESTS}/test_engine_budgets.py"),
@@ -211,15 +211,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ------------------------------------------------------------------ sim
     Mutation(
         "sim-wormhole-head-skips-first-flit",
-        f"{SIM}/engine.py",
-        "            head = start + flit_ns\n",
-        "            head = start\n",
+        f"{SIM}/fabric.py",
+        "        head = start + flit_ns\n",
+        "        head = start\n",
         "a multi-flit packet's head leaves a wire before its first flit has been serialised",
         (f"{SIM_TESTS}/test_fabric_timing.py",),
     ),
     Mutation(
         "sim-flit-catchup-sign",
-        f"{SIM}/engine.py",
+        f"{SIM}/fabric.py",
         "d_in = pkt.delta - wait / (m - 1) if m > 1 else 0.0",
         "d_in = pkt.delta + wait / (m - 1) if m > 1 else 0.0",
         "a packet that queued spreads its flits further apart instead of catching up (wrong sign)",
@@ -227,7 +227,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "sim-busy-counts-serialisation-only",
-        f"{SIM}/engine.py",
+        f"{SIM}/fabric.py",
         "wire.busy_ns += end - start",
         "wire.busy_ns += serial",
         "a wire's busy time counts bytes/bw only, not the flit spacing a slower upstream link imposed",
@@ -235,9 +235,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "sim-link-bytes-padded-to-flits",
-        f"{SIM}/engine.py",
-        "        wire.bytes += nbytes\n",
-        "        wire.bytes += m * self.flit_bytes\n",
+        f"{SIM}/fabric.py",
+        "    wire.bytes += nbytes\n",
+        "    wire.bytes += m * round(wire.flit_ns * wire.bw)\n",
         "a wire's byte counter adds whole flits, counting the padding of a short last flit as payload",
         (f"{SIM_TESTS}/test_links.py",),
     ),
@@ -346,9 +346,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "ccl-global-s-uses-rows",
-        f"{CCL}/neighbours.py",
-        "(((y + 1) % rows) * cols + x, cube, pe)",
-        "(((y + 1) % rows) * rows + x, cube, pe)",
+        "packages/kernbench-topology/src/kernbench/topology/sip_topologies/base.py",
+        "else pos * cols + x",
+        "else pos * rows + x",
         "the global_S neighbour is computed with the row count as the row stride (wrong on non-square grids)",
         (f"{CCL_TESTS}/test_neighbours.py",),
     ),

@@ -135,7 +135,8 @@ def extend(cat: ModuleType) -> None:
         api("api-session-default-timeout", sec_budget, "`while True: pass` in a kernel under `session()` (ran "
             "forever before): a `session()` block has a default wall-clock limit of an hour "
             "(`DEFAULT_SESSION_TIMEOUT_S`; `timeout_s=None` switches it off). A bare `RuntimeContext` has none, "
-            "because it has no block to bound: run it under `kernbench.sim.limits.watchdog` or use `session()`",
+            "because it has no block to bound: give it `limits=Limits(timeout_s=...)` (the engine enforces it) or use "
+            "`session()`",
             "the run took more than the wall-clock timeout of", TESTS + "test_session_has_a_default_wall_clock_limit"),
         api("api-study-orphans", sec_budget, "`kernbench study` killed by SIGTERM or SIGKILL (its pool workers ran "
             "on, orphaned, before): each worker watches its parent and exits within a second of its death; the "

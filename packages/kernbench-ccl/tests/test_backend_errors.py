@@ -175,15 +175,15 @@ def test_a_2d_sip_topology_needs_its_whole_grid(load_graph, tmp_path, topo):
 
 
 # ---------------------------------------------------------------------------------------------- algorithm module
-@pytest.mark.parametrize(("body", "missing"), [
-    ("def kernel_args(world_size, n_elem, **kw):\n    return ()\n", "kernel"),
-    ("def kernel(tl, *args):\n    pass\n", "kernel_args"),
-    ("kernel = 3\nkernel_args = None\n", "kernel and kernel_args"),
-    ("X = 1\n", "kernel and kernel_args"),
+@pytest.mark.parametrize("body", [
+    "def kernel_args(world_size, n_elem, **kw):\n    return ()\n",  # the former positional contract
+    "def kernel(tl, *args):\n    pass\n",
+    "launch_spec = 3\n",
+    "X = 1\n",
 ])
-def test_an_algorithm_module_must_define_kernel_and_kernel_args(ctx, tmp_path, monkeypatch, body, missing):
-    mod = write_module(tmp_path, monkeypatch, f"ccl_algo_missing_{abs(hash(missing)) % 10**8}_{len(body)}", body)
-    with pytest.raises(CclConfigError, match=rf"does not define {missing} \(") as exc:
+def test_an_algorithm_module_must_define_launch_spec(ctx, tmp_path, monkeypatch, body):
+    mod = write_module(tmp_path, monkeypatch, f"ccl_algo_missing_{abs(hash(body)) % 10**8}_{len(body)}", body)
+    with pytest.raises(CclConfigError, match=r"does not define launch_spec \(") as exc:
         ctx.distributed.init_process_group(config=write_ccl(tmp_path, module=mod))
     assert mod in str(exc.value)
     assert not ctx.distributed.is_initialized() and linked_pes(ctx) == set()
@@ -191,11 +191,13 @@ def test_an_algorithm_module_must_define_kernel_and_kernel_args(ctx, tmp_path, m
 
 def test_a_custom_algorithm_module_with_the_contract_is_accepted(ctx, tmp_path, monkeypatch):
     mod = write_module(tmp_path, monkeypatch, "ccl_algo_minimal_ok", """
-        def kernel(tl, *args):
+        from kernbench.ccl import LaunchSpec
+
+        def kernel(tl, t, n_elem):
             pass
 
-        def kernel_args(world_size, n_elem, **kw):
-            return (n_elem,)
+        def launch_spec(call):
+            return LaunchSpec(kernel, {"n_elem": call.n_elem})
     """)
     ctx.distributed.init_process_group(config=write_ccl(tmp_path, module=mod))
     assert ctx.distributed.is_initialized()
@@ -203,15 +205,13 @@ def test_a_custom_algorithm_module_with_the_contract_is_accepted(ctx, tmp_path, 
 
 def test_an_algorithm_that_does_not_support_the_sip_topology_is_refused(ctx, tmp_path, monkeypatch):
     mod = write_module(tmp_path, monkeypatch, "ccl_algo_torus_only", """
-        TOPO_NAME_TO_KIND = {"torus_2d": 1}
+        def supports_sip_topology(topology):
+            return topology.name == "torus_2d"
 
-        def kernel(tl, *args):
-            pass
-
-        def kernel_args(world_size, n_elem, **kw):
-            return ()
+        def launch_spec(call):
+            raise NotImplementedError
     """)
-    with pytest.raises(CclConfigError, match="'ring_1d'"):
+    with pytest.raises(CclConfigError, match=r"SIP topology 'ring_1d' .*supports 'torus_2d'\)"):
         ctx.distributed.init_process_group(config=write_ccl(tmp_path, module=mod))
     assert linked_pes(ctx) == set()
 

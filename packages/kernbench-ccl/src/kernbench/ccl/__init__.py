@@ -10,6 +10,9 @@ every :class:`~kernbench.runtime.context.RuntimeContext` (a bench's ``torch``):
 ``torch.install_ipcq(table, buffer_kind)``
 (:func:`~kernbench.ccl.install.install`, for kernels that address peers by
 direction outside a process group, e.g. ring attention over a cube ring).
+
+A collective algorithm is a registered module whose ``launch_spec(call)``
+returns a :class:`LaunchSpec` (:mod:`kernbench.ccl.launch_spec`).
 """
 
 from functools import partial
@@ -26,6 +29,7 @@ from kernbench.ccl.distributed import (
     collective_span_ns,
 )
 from kernbench.ccl.install import Installation, install
+from kernbench.ccl.launch_spec import CollectiveCall, LaunchSpec, LaunchSpecError
 from kernbench.ccl.launcher import DeviceApi, Launcher
 from kernbench.ccl.neighbours import NeighbourError
 
@@ -38,8 +42,8 @@ def install_extension(ctx):
 
 
 __all__ = [
-    "AlgorithmConfig", "CclConfigError", "CollectiveError", "DeviceApi", "DistributedContext", "Installation",
-    "Launcher", "NeighbourError", "NotInitializedError", "ReduceOp", "UnsupportedBackendError",
-    "UnsupportedOpError", "__version__", "collective_span_ns", "install", "install_extension",
-    "register_algorithm",
+    "AlgorithmConfig", "CclConfigError", "CollectiveCall", "CollectiveError", "DeviceApi", "DistributedContext",
+    "Installation", "LaunchSpec", "LaunchSpecError", "Launcher", "NeighbourError", "NotInitializedError", "ReduceOp",
+    "UnsupportedBackendError", "UnsupportedOpError", "__version__", "collective_span_ns", "install",
+    "install_extension", "register_algorithm",
 ]

@@ -1,19 +1,28 @@
-"""``ccl.yaml``: which collective algorithm the ``ahbm`` backend runs, and its settings.
+"""``ccl.yaml``: which algorithm the ``ahbm`` backend runs for each collective, and its settings.
 
 The file sits next to the topology (``topologies/ccl.yaml``); a topology
 without one uses the copy shipped in this package. Layout::
 
-    defaults:
-      algorithm: lrab_hierarchical_allreduce   # the algorithm entry used by default
-      buffer_kind: tcm                         # where IPCQ receive rings live: tcm | sram | hbm
-      # world_size: 6                          # optional: ranks (default: the topology's SIP count)
+    collectives:                               # one entry per collective
+      all_reduce:
+        algorithm: lrab_hierarchical_allreduce # an entry of 'algorithms'
+        buffer_kind: tcm                       # where IPCQ receive rings live: tcm | sram | hbm
+        # world_size: 6                        # optional: ranks (default: the topology's SIP count)
+      # all_gather / reduce_scatter / broadcast / all_to_all / ...: the same keys, once an algorithm exists
+    defaults:                                  # optional: what every collective falls back on
+      buffer_kind: tcm
     algorithms:
       lrab_hierarchical_allreduce:
         module: kernbench.ccl.algorithms.lrab_hierarchical_allreduce
-        # world_size / buffer_kind here override the defaults for this algorithm
+        # world_size / buffer_kind here override the collective's and the defaults
 
-World size resolution: the algorithm's ``world_size``, else the defaults',
-else the topology's SIP count.
+A file written before ``collectives`` existed (only ``defaults`` with an
+``algorithm``, and ``algorithms``) still reads the same: ``defaults`` is what
+every collective falls back on, so its ``algorithm`` runs ``all_reduce``.
+
+Each setting resolves as: the algorithm entry's, else the collective's,
+else the defaults', else built in (``buffer_kind: tcm``, the world size the
+topology's SIP count).
 
 An entry's ``module`` must be a *registered* algorithm module, checked by
 name before anything is imported (a ``ccl.yaml`` is data, often someone
@@ -21,7 +30,8 @@ else's, and importing a module runs its code): the modules shipped in
 ``kernbench.ccl.algorithms``, the modules named by the entry-point group
 ``kernbench.ccl_algorithms`` of an installed package (the entry point's
 value is the module), and the modules a script registered with
-:func:`register_algorithm` before ``init_process_group``.
+:func:`register_algorithm` before ``init_process_group``. What an algorithm
+module exposes is in :mod:`kernbench.ccl.launch_spec`.
 """
 
 from __future__ import annotations
@@ -48,15 +58,21 @@ class CclConfigError(KernbenchError):
     """ccl.yaml is missing a field, names an unknown algorithm, or holds a bad value."""
 
 
+#: the collectives a ``ccl.yaml`` may configure (``all_reduce`` is the one the backend implements today)
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "reduce", "gather",
+               "scatter")
+
+
 @dataclass(frozen=True)
 class AlgorithmConfig:
-    """The resolved settings of one algorithm entry."""
+    """The resolved settings of the algorithm entry that runs ``collective``."""
 
     name: str
     module: str
     buffer_kind: str
     world_size: int | None
     source: str
+    collective: str = "all_reduce"
 
 
 def register_algorithm(module: ModuleType | str) -> str:
@@ -117,8 +133,9 @@ def config_path(topology_source: str) -> Path:
     return beside if beside.is_file() else PACKAGED
 
 
-def load(path: Path | str, algorithm: str | None = None) -> AlgorithmConfig:
-    """Read ``path`` and resolve ``algorithm`` (default: ``defaults.algorithm``)."""
+def load(path: Path | str, algorithm: str | None = None, collective: str = "all_reduce") -> AlgorithmConfig:
+    """Read ``path`` and resolve the algorithm that runs ``collective``: ``algorithm`` when given, else the
+    collective's ``algorithm``, else ``defaults.algorithm``."""
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -126,14 +143,29 @@ def load(path: Path | str, algorithm: str | None = None) -> AlgorithmConfig:
         raise CclConfigError(f"{path}: cannot read the collective configuration: {exc.strerror}") from None
     raw = load_yaml(data, str(path), CclConfigError) or {}
     if not isinstance(raw, dict):
-        raise CclConfigError(f"{path}: expected a mapping with 'defaults' and 'algorithms'")
+        raise CclConfigError(f"{path}: expected a mapping with 'collectives' (or 'defaults') and 'algorithms'")
+    collectives = raw.get("collectives") or {}
     defaults = raw.get("defaults") or {}
     algos = raw.get("algorithms") or {}
-    if not isinstance(defaults, dict) or not isinstance(algos, dict):
-        raise CclConfigError(f"{path}: 'defaults' and 'algorithms' must be mappings")
-    name = algorithm or defaults.get("algorithm")
+    if not all(isinstance(part, dict) for part in (collectives, defaults, algos)):
+        raise CclConfigError(f"{path}: 'collectives', 'defaults' and 'algorithms' must be mappings")
+    for key, value in collectives.items():
+        if key not in COLLECTIVES:
+            raise CclConfigError(f"{path}: collectives: {quote(key)} is not a collective; use one of "
+                                 f"{', '.join(COLLECTIVES)}")
+        if value is not None and not isinstance(value, dict):
+            raise CclConfigError(f"{path}: collectives.{key} must be a mapping (algorithm, buffer_kind, world_size)")
+    if collective not in COLLECTIVES:
+        raise CclConfigError(f"{path}: {quote(collective)} is not a collective; use one of {', '.join(COLLECTIVES)}")
+    chosen = collectives.get(collective) or {}
+
+    def setting(key: str, default: object = None) -> object:
+        return chosen.get(key, defaults.get(key, default))
+
+    name = algorithm or setting("algorithm")
     if not name:
-        raise CclConfigError(f"{path}: no algorithm chosen; set defaults.algorithm or pass algorithm=")
+        raise CclConfigError(f"{path}: no algorithm chosen for {collective}; set collectives.{collective}.algorithm "
+                             f"(or defaults.algorithm) or pass algorithm=")
     if not isinstance(name, str):
         raise CclConfigError(f"{path}: the algorithm name {quote(name)} is not text; name an entry of 'algorithms'")
     entry = algos.get(name)
@@ -141,11 +173,11 @@ def load(path: Path | str, algorithm: str | None = None) -> AlgorithmConfig:
         known = ", ".join(quote(a) for a in algos) or "none"
         raise CclConfigError(f"{path}: algorithm {quote(name)} has no entry with a 'module' under 'algorithms' "
                              f"(known: {known})")
-    world = entry.get("world_size", defaults.get("world_size"))
+    world = entry.get("world_size", setting("world_size"))
     if world is not None and (isinstance(world, bool) or not isinstance(world, int) or world < 1):
         raise CclConfigError(f"{path}: world_size must be a positive integer, got {quote(world)}")
-    kind = entry.get("buffer_kind", defaults.get("buffer_kind", "tcm"))
+    kind = entry.get("buffer_kind", setting("buffer_kind", "tcm"))
     if kind not in BUFFER_KINDS:
         raise CclConfigError(f"{path}: buffer_kind {quote(kind)} is not one of {', '.join(BUFFER_KINDS)}")
     check_registered(entry["module"], name, str(path))
-    return AlgorithmConfig(name, entry["module"], kind, world, str(path))
+    return AlgorithmConfig(name, entry["module"], kind, world, str(path), collective)

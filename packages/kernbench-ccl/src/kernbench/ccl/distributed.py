@@ -1,16 +1,22 @@
 """``torch.distributed`` for KernBench: the ``ahbm`` backend.
 
 ``init_process_group(backend="ahbm")`` does, in order and all-or-nothing:
-load ``ccl.yaml`` (beside the topology, else the packaged one), import the
-algorithm module and check its contract (``kernel``, ``kernel_args``,
-optionally ``TOPO_NAME_TO_KIND``), resolve the world size (algorithm entry >
-defaults > the topology's SIP count; it must divide the SIP count, and a 2-D
-SIP topology needs exactly its grid), build the neighbour table of the
-all-reduce layout and install it with its receive rings. Until it succeeds
+load ``ccl.yaml`` (beside the topology, else the packaged one) and the
+algorithm it names for ``all_reduce``, import the algorithm module and check
+its contract (``launch_spec``; optionally ``supports_sip_topology``,
+``COLLECTIVES`` and ``neighbour_table``, see below), resolve the world size
+(algorithm entry > collective > defaults > the topology's SIP count; it must
+divide the SIP count, and a SIP topology that uses its grid needs exactly
+that grid), build the neighbour table (the all-reduce layout unless the
+module's ``neighbour_table(spec, world_size, sip_topology)`` gives another)
+and install it with its receive rings. Until it succeeds
 nothing is installed and every other call raises :class:`NotInitializedError`.
 
-``all_reduce(t)`` runs the algorithm's kernel on the PEs holding the calling
-rank's tensor (its SIP) and waits for it; under
+``all_reduce(t)`` asks the algorithm module's ``launch_spec`` for a
+:class:`~kernbench.ccl.launch_spec.LaunchSpec` (the kernel and its arguments
+by name, given a :class:`~kernbench.ccl.launch_spec.CollectiveCall` holding
+the SIP topology *strategy*), runs it on the PEs holding the calling rank's
+tensor (its SIP) and waits for it; under
 ``torch.multiprocessing.spawn`` every rank's wait goes to the launcher, so
 the collective drains once all ranks have launched. ``barrier()`` is a no-op:
 all ranks share one simulated clock and one process. Other collectives are
@@ -24,9 +30,11 @@ from dataclasses import dataclass
 
 from kernbench.ccl.config import AlgorithmConfig, CclConfigError, check_registered, config_path, load, registered_module
 from kernbench.ccl.install import Installation, install
-from kernbench.ccl.neighbours import intercube_multisip, sip_grid
+from kernbench.ccl.launch_spec import CollectiveCall, LaunchSpec, LaunchSpecError
+from kernbench.ccl.neighbours import intercube_multisip, sip_grid, sip_strategy
 from kernbench.runtime import RuntimeContext, Tensor
 from kernbench.topology.errors import KernbenchError
+from kernbench.topology.sip_topologies import SipTopology, sip_topology_names
 
 
 class UnsupportedBackendError(KernbenchError, ValueError):
@@ -61,8 +69,7 @@ class _Group:
     config: AlgorithmConfig
     module: object
     world_size: int
-    sip_topology: str
-    topo_kind: int
+    sip_topology: SipTopology
     grid: tuple[int, int]
     buffer_kind: str
     installation: Installation
@@ -104,14 +111,16 @@ class DistributedContext:
         if world > sips or sips % world:
             raise CclConfigError(f"{cfg.source}: world size {world} does not divide the topology's {sips} SIPs "
                                  f"(one rank per SIP); set world_size to a divisor of {sips}")
-        topo = spec.system.sips.topology
-        kinds = getattr(module, "TOPO_NAME_TO_KIND", None)
-        if kinds is not None and topo not in kinds:
-            raise CclConfigError(f"algorithm {cfg.name!r} does not support the SIP topology {topo!r} "
-                                 f"(it supports {', '.join(kinds)})")
+        topo = sip_strategy(spec.system.sips.topology)
+        supports = getattr(module, "supports_sip_topology", None)
+        if supports is not None and not supports(topo):
+            able = [n for n in sip_topology_names() if supports(sip_strategy(n))]
+            raise CclConfigError(f"algorithm {cfg.name!r} does not support the SIP topology {topo.name!r} "
+                                 f"(of the registered ones it supports {', '.join(map(repr, able)) or 'none'})")
         grid = sip_grid(spec, world, topo)
-        inst = install(self.ctx, intercube_multisip(spec, world, topo), kind)
-        self._group = _Group(cfg, module, world, topo, kinds[topo] if kinds else 0, grid, kind, inst)
+        table = getattr(module, "neighbour_table", intercube_multisip)(spec, world, topo)
+        inst = install(self.ctx, table, kind)
+        self._group = _Group(cfg, module, world, topo, grid, kind, inst)
 
     def destroy_process_group(self) -> None:
         """Remove the neighbour tables and free their receive rings. Under spawn every rank calls it; the group
@@ -198,10 +207,16 @@ class DistributedContext:
                                   f"cube(s) {list(first[0])}; every rank must reduce the same layout")
         self.ctx.multiprocessing.rendezvous("all_reduce")
         w, h = (1, 1) if len(cubes) == 1 else (spec.sip.cube_mesh.w, spec.sip.cube_mesh.h)
-        args = group.module.kernel_args(group.world_size, n_elem, cube_w=w, cube_h=h)
-        rows, cols = group.grid
-        handle = self.ctx.launch(group.config.name, group.module.kernel, tensor, *args, rank, group.topo_kind,
-                                 cols, rows)
+        call = CollectiveCall("all_reduce", group.world_size, rank, n_elem, w, h, group.sip_topology, group.grid)
+        launch = group.module.launch_spec(call)
+        if not isinstance(launch, LaunchSpec):
+            raise CclConfigError(f"{group.config.source}: launch_spec of algorithm module {group.config.module!r} "
+                                 f"returned {type(launch).__name__}, not a kernbench.ccl.LaunchSpec")
+        try:
+            args = launch.arguments(tensor)
+        except LaunchSpecError as exc:
+            raise CclConfigError(f"{group.config.source}: algorithm {group.config.name!r}: {exc}") from None
+        handle = self.ctx.launch(group.config.name, launch.kernel, *args)
         result = self.ctx.wait(handle)
         self.results.append((rank, result))
         return result
@@ -237,8 +252,11 @@ def _import_algorithm(cfg: AlgorithmConfig):
     except Exception as exc:  # ImportError, or the module itself failing while it is imported
         raise CclConfigError(f"{cfg.source}: cannot import algorithm module {cfg.module!r} of {cfg.name!r}: "
                              f"{type(exc).__name__}: {exc}") from None
-    missing = [name for name in ("kernel", "kernel_args") if not callable(getattr(module, name, None))]
-    if missing:
-        raise CclConfigError(f"{cfg.source}: algorithm module {cfg.module!r} does not define "
-                             f"{' and '.join(missing)} (an algorithm module exposes kernel and kernel_args)")
+    if not callable(getattr(module, "launch_spec", None)):
+        raise CclConfigError(f"{cfg.source}: algorithm module {cfg.module!r} does not define launch_spec (an "
+                             f"algorithm module exposes launch_spec(call) -> kernbench.ccl.LaunchSpec)")
+    served = getattr(module, "COLLECTIVES", (cfg.collective,))
+    if cfg.collective not in served:
+        raise CclConfigError(f"{cfg.source}: algorithm {cfg.name!r} runs {', '.join(map(str, served))}, not "
+                             f"{cfg.collective}; choose another algorithm for collectives.{cfg.collective}")
     return module

@@ -9,21 +9,21 @@ installer (``kernbench.ccl.install``) gives them receive rings.
 
 Geometry: a SIP's cubes form a ``w x h`` mesh, cube ``c`` at column
 ``c % w`` and row ``c // w``; ``E`` is the next column, ``S`` the next row.
-A cube's PEs form a 2 x 4 grid (PE ``p`` at row ``p // 4``, column ``p % 4``)
-for the ``intra_*`` directions. SIP ranks follow the topology's SIP grid
-``(rows, cols)``: rank ``r`` at row ``r // cols``, column ``r % cols``.
+A cube's PEs form a grid of rows of :func:`pe_grid_cols` PEs (``2 x 4`` by
+default: PE ``p`` at row ``p // 4``, column ``p % 4``) for the ``intra_*``
+directions. SIP ranks follow the SIP topology strategy
+(:mod:`kernbench.topology.sip_topologies`): its grid ``(rows, cols)``, rank
+``r`` at row ``r // cols``, column ``r % cols``, and its neighbours.
 """
 
 from __future__ import annotations
 
 from kernbench.components.pe.ipcq import OPPOSITE
 from kernbench.topology.errors import KernbenchError
-from kernbench.topology.spec import SIP_TOPOLOGIES
+from kernbench.topology.sip_topologies import SipTopology, SipTopologyError, get_sip_topology
 
 Pe = tuple[int, int, int]
 Table = dict[Pe, dict[str, Pe]]
-
-#: SIP topologies the inter-SIP links can follow.
 
 
 class NeighbourError(KernbenchError):
@@ -64,39 +64,43 @@ def intercube_mesh(spec, sip: int, pe: int = 0) -> Table:
     return table
 
 
-def sip_grid(spec, world_size: int, sip_topology: str) -> tuple[int, int]:
+def sip_strategy(sip_topology: str | SipTopology) -> SipTopology:
+    """The strategy of a SIP topology (a registered name, or a strategy passed as is)."""
+    if isinstance(sip_topology, SipTopology):
+        return sip_topology
+    try:
+        return get_sip_topology(sip_topology)
+    except SipTopologyError as exc:
+        raise NeighbourError(f"unsupported SIP topology: {exc}") from None
+
+
+def sip_grid(spec, world_size: int, sip_topology: str | SipTopology) -> tuple[int, int]:
     """(rows, cols) of the ranks for a SIP topology; checks the world size fits it."""
-    if sip_topology not in SIP_TOPOLOGIES:
-        raise NeighbourError(f"unsupported SIP topology {sip_topology!r}; use one of {', '.join(SIP_TOPOLOGIES)}")
-    if sip_topology == "ring_1d":
-        return 1, world_size
-    rows, cols = spec.system.sips.grid
+    topo = sip_strategy(sip_topology)
+    rows, cols = topo.grid(world_size, spec.system.sips.grid)
     if rows * cols != world_size:
-        raise NeighbourError(f"{sip_topology} needs a world size of {rows}x{cols} = {rows * cols} SIPs "
+        raise NeighbourError(f"{topo.name} needs a world size of {rows}x{cols} = {rows * cols} SIPs "
                              f"(system.sips.grid), got {world_size}")
     return rows, cols
 
 
-def inter_sip(spec, world_size: int, sip_topology: str, cube: int, pe: int = 0) -> Table:
-    """``global_*`` links between PE ``pe`` of cube ``cube`` on each rank's SIP, following the SIP topology.
-
-    ``ring_1d``: ``global_E`` is the next rank, ``global_W`` the previous.
-    ``torus_2d`` / ``mesh_2d_no_wrap``: ``global_E/W`` along a row of the SIP
-    grid and ``global_N/S`` along a column, with or without wrap-around.
-    """
-    rows, cols = sip_grid(spec, world_size, sip_topology)
-    wrap = sip_topology != "mesh_2d_no_wrap"
+def inter_sip(spec, world_size: int, sip_topology: str | SipTopology, cube: int, pe: int = 0) -> Table:
+    """``global_*`` links between PE ``pe`` of cube ``cube`` on each rank's SIP, following the SIP topology:
+    ``global_E/W`` along a row of its grid and ``global_N/S`` along a column, where the strategy's
+    :meth:`~kernbench.topology.sip_topologies.SipTopology.neighbour` says (with or without wrap-around; a ring
+    is one row)."""
+    topo = sip_strategy(sip_topology)
+    rows, cols = sip_grid(spec, world_size, topo)
     table: Table = {}
     for r in range(world_size):
-        y, x = divmod(r, cols)
-        if cols > 1 and (x + 1 < cols or wrap):
-            link(table, (r, cube, pe), "global_E", (y * cols + (x + 1) % cols, cube, pe))
-        if rows > 1 and (y + 1 < rows or wrap):
-            link(table, (r, cube, pe), "global_S", (((y + 1) % rows) * cols + x, cube, pe))
+        for direction in ("E", "S"):
+            peer = topo.neighbour(r, direction, rows, cols)
+            if peer is not None:
+                link(table, (r, cube, pe), f"global_{direction}", (peer, cube, pe))
     return table
 
 
-def intercube_multisip(spec, world_size: int, sip_topology: str, pe: int = 0) -> Table:
+def intercube_multisip(spec, world_size: int, sip_topology: str | SipTopology, pe: int = 0) -> Table:
     """The all-reduce layout: mesh links between PE ``pe`` of every cube of each rank's SIP, and ``global_*``
     links between the same cube of neighbouring ranks (so whichever cube roots the exchange has them)."""
     sips = spec.system.sips.count
@@ -169,10 +173,20 @@ def snake(spec, sip: int, x0: int, y0: int, w: int, h: int, pe: int = 0) -> Tabl
     return cube_ring(spec, sip, snake_order(x0, y0, w, h, mw), pe)
 
 
+def pe_grid_cols(spec) -> int:
+    """PEs in one row of a cube's PE grid: each corner holds ``pe_per_corner`` PEs in a row, and a die row
+    holds the corners of one side (north or south), so ``pe_per_corner`` times the corners on the fuller side
+    (4 for the default four corners of 2 PEs)."""
+    layout = spec.cube.pe_layout
+    per_side = max(sum(1 for c in layout.corners if c[0] == side) for side in ("N", "S"))
+    return layout.pe_per_corner * per_side
+
+
 def intra_cube(spec, sip: int, cube: int) -> Table:
-    """``intra_N/S/E/W`` links between the PEs of one cube laid out as a 2 x 4 grid (no wrap-around)."""
+    """``intra_N/S/E/W`` links between the PEs of one cube laid out as a grid of :func:`pe_grid_cols` columns
+    (2 x 4 by default; no wrap-around)."""
     n = spec.pes_per_cube
-    cols = 4
+    cols = pe_grid_cols(spec)
     table: Table = {}
     for p in range(n):
         x = p % cols

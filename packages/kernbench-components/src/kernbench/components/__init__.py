@@ -13,6 +13,7 @@ from importlib import metadata as _metadata
 _EXPORTS = {
     "BUILTIN": "kernbench.components.registry",
     "default_registry": "kernbench.components.registry",
+    "register_block": "kernbench.components.registry",
     "Forwarding": "kernbench.components.forwarding",
     "PcieEndpoint": "kernbench.components.forwarding",
     "HbmCtrl": "kernbench.components.memory",

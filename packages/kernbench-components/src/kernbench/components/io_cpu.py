@@ -26,6 +26,7 @@ from kernbench.components.launch import (
     launch_result,
 )
 from kernbench.sim.component import Component
+from kernbench.sim.protocol import Engine
 from kernbench.topology import naming as nm
 
 
@@ -34,7 +35,7 @@ class IoCpu(Component):
 
     __slots__ = ("pending",)
 
-    def __init__(self, engine, node) -> None:
+    def __init__(self, engine: Engine, node) -> None:
         super().__init__(engine, node)
         self.pending: dict[int, list] = {}  # launch corr id -> [cubes left, reports]
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from kernbench.sim.errors import MessageError
 from kernbench.sim.messages import MessageKind
+from kernbench.sim.protocol import Engine
 from kernbench.topology import naming as nm
 from kernbench.topology.errors import KernbenchError
 
@@ -187,7 +188,7 @@ def check_kernel(kernel: str, fn: Callable) -> None:
                            f"the simulator by themselves)")
 
 
-def _start_launch(engine, req) -> None:
+def _start_launch(engine: Engine, req) -> None:
     """Check the kernel and the targets, then send one :class:`SipLaunch` per SIP from the host to that SIP's
     IO_CPU."""
     msg: KernelLaunchMsg = req.msg
@@ -212,7 +213,7 @@ def _start_launch(engine, req) -> None:
         engine.send_control(req, path, SipLaunch(msg, sip, tuple(sorted(by_sip[sip], key=lambda t: t[0]))))
 
 
-def _complete_launch(engine, req) -> None:
+def _complete_launch(engine: Engine, req) -> None:
     engine.oplog.record(req.t_submit, req.t_end, req.source, "control", "kernel_launch",
                         {"corr_id": req.corr_id, "kernel": req.msg.kernel, "pes": len(req.msg.targets),
                          "ok": req.error is None})

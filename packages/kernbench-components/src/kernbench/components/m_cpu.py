@@ -18,6 +18,7 @@ from kernbench.components.launch import (
     program_grid,
 )
 from kernbench.components.memory import LinkBoundMemory
+from kernbench.sim.protocol import Engine
 from kernbench.topology import naming as nm
 
 
@@ -26,7 +27,7 @@ class MCpu(LinkBoundMemory):
 
     __slots__ = ("pending",)
 
-    def __init__(self, engine, node) -> None:
+    def __init__(self, engine: Engine, node) -> None:
         super().__init__(engine, node)
         self.pending: dict[int, list] = {}  # launch corr id -> [PEs left, reports, io_cpu]
 

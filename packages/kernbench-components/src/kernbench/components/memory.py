@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from kernbench.sim.component import Component
 from kernbench.sim.fabric import Packet, Transfer
+from kernbench.sim.protocol import Engine
 
 
 class HbmCtrl(Component):
@@ -28,7 +29,7 @@ class HbmCtrl(Component):
 
     __slots__ = ("burst", "channels", "free", "ns_per_byte")
 
-    def __init__(self, engine, node) -> None:
+    def __init__(self, engine: Engine, node) -> None:
         super().__init__(engine, node)
         a = node.attrs
         self.channels = int(a["channels"])

@@ -3,8 +3,16 @@
 Installed distributions add implementations through the entry-point group
 ``kernbench.components`` (``name = "package.module:Class"``); a topology then
 binds a node type to that name in its ``components:`` section. A plugin that
-fails to load, or that reuses a built-in name, is reported (a
-:class:`PluginWarning` naming it and the reason) and skipped.
+fails to load, that reuses a built-in name or whose ``PARAMS`` are not valid
+block parameter declarations is reported (a :class:`PluginWarning` naming it
+and the reason) and skipped.
+
+A PE block implementation declares the parameters its node carries as a
+class attribute ``PARAMS`` (a tuple of
+:class:`~kernbench.topology.block_params.BlockParam`); a loaded plugin's
+declarations are registered with the topology compiler, which fills and
+checks them (``pe.blocks.<block>.<name>`` in the YAML). :func:`register_block`
+does the same for an implementation added by code (tests, embedding).
 """
 
 from __future__ import annotations
@@ -26,8 +34,9 @@ from kernbench.components.pe.ipcq import PeIpcq
 from kernbench.components.pe.mmu import MMU_MAP_KIND, PeMmu
 from kernbench.components.pe.scheduler import PeScheduler
 from kernbench.components.pe.tcm import PeTcm
-from kernbench.sim.component import ComponentRegistry
+from kernbench.sim.component import ComponentFactory, ComponentRegistry
 from kernbench.tl.context import TLContext
+from kernbench.topology import block_params
 
 BUILTIN = (
     ("forwarding", Forwarding),
@@ -61,7 +70,7 @@ SERVES = {
 MESSAGES = (LAUNCH_KIND, MMU_MAP_KIND)
 
 
-ENTRY_POINT_GROUP = "kernbench.components"
+ENTRY_POINT_GROUP = block_params.ENTRY_POINT_GROUP  # "kernbench.components"
 
 
 class PluginWarning(UserWarning):
@@ -78,10 +87,30 @@ def plugin_components() -> tuple[tuple[tuple[str, object], ...], tuple[str, ...]
             problems.append(f"component plugin {ep.name!r} ({ep.value}) was skipped: the name is already taken")
             continue
         try:
-            found.append((ep.name, ep.load()))
+            factory = ep.load()
+            declare_params(ep.name, factory)
+            found.append((ep.name, factory))
         except Exception as exc:  # a broken plugin must not break every simulation
             problems.append(f"component plugin {ep.name!r} ({ep.value}) was skipped: {type(exc).__name__}: {exc}")
     return tuple(found), tuple(problems)
+
+
+def declare_params(name: str, factory: ComponentFactory) -> None:
+    """Register the block parameters ``factory`` declares (its ``PARAMS``, if any) under implementation ``name``
+    with the topology compiler; :class:`~kernbench.topology.block_params.BlockParamError` for bad declarations."""
+    params = getattr(factory, "PARAMS", None)
+    if params is not None:
+        block_params.register(name, params)
+
+
+def register_block(registry: ComponentRegistry, name: str, factory: ComponentFactory,
+                   node_types: tuple[str, ...] | None = None) -> ComponentRegistry:
+    """Add block implementation ``factory`` to ``registry`` under ``name`` (for ``node_types``, else its own
+    ``node_types`` attribute, else any) and its declared ``PARAMS`` to the topology compiler's declarations, so a
+    topology binding ``name`` compiles with those parameters; returns ``registry``. Register before compiling."""
+    declare_params(name, factory)
+    registry.register(name, factory, node_types)
+    return registry
 
 
 def default_registry(plugins: bool = True) -> ComponentRegistry:

@@ -39,7 +39,7 @@ from importlib import metadata
 
 from kernbench.runtime.context import RuntimeContext
 from kernbench.runtime.params import Param, resolve
-from kernbench.sim.limits import Limits, watchdog
+from kernbench.sim.limits import Limits
 from kernbench.topology import TopologyGraph
 from kernbench.topology import naming as nm
 from kernbench.topology.errors import KernbenchError
@@ -307,21 +307,20 @@ def run_bench(info: BenchInfo, graph: TopologyGraph, device: int = 0, *, data: b
     anything runs; ``observe(engine)`` is called with the run's engine before
     the bench starts (progress displays read its clock and event count).
     ``limits`` bound the run (default :class:`~kernbench.sim.limits.Limits`);
-    a run past one fails with error code ``SimulationLimitError``.
+    the run's engine enforces them, the wall clock from ``limits.started`` (or
+    from now); a run past one fails with error code ``SimulationLimitError``.
     """
     values = resolve(info.name, info.params, params)
-    limits = limits if limits is not None else Limits()
     torch = RuntimeContext(graph, device=device, data=data, limits=limits)
     if observe is not None:
         observe(torch.engine)
     error: KernbenchError | None = None
     try:
-        with watchdog(torch.engine, limits.timeout_s):
-            if info.params:
-                info.fn(torch, values)
-            else:
-                info.fn(torch)
-            torch.wait_all()
+        if info.params:
+            info.fn(torch, values)
+        else:
+            info.fn(torch)
+        torch.wait_all()
     except KernbenchError as exc:
         error = exc
     result = summarize(info.name, device, torch.oplog.records)

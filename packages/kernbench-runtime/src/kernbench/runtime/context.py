@@ -71,7 +71,6 @@ from kernbench.sim.limits import (
     DEFAULT_MAX_SIM_NS,
     DEFAULT_SESSION_TIMEOUT_S,
     Limits,
-    watchdog,
 )
 from kernbench.sim.links import LinkRecord, link_records
 from kernbench.topology import TopologyGraph, resolve
@@ -83,8 +82,8 @@ class RuntimeContext(TensorOps, MemoryOps, VirtualMapping, DeviceBinding, Launch
                      ExtensionAccess):
     """Host API over one simulated device (SIP ``device``) of a compiled topology.
 
-    A bare context has no wall-clock limit (it has no block to bound): run it under
-    :func:`kernbench.sim.limits.watchdog`, or use :func:`session`, whose block has a default one.
+    ``limits`` go to the engine as they are, which enforces them all (the wall clock from when the context is
+    built, or from ``limits.started``); by default there is no wall-clock limit, while :func:`session` has one.
 
     ``device`` is per host thread of control: worker greenlets started by a
     launcher can each bind their own SIP (:meth:`bind_device`); everything
@@ -165,22 +164,24 @@ def session(topology: str | Path | TopologyGraph | None = None, device: int = 0,
     topology, or None for the builtin default (it works from any folder).
     ``max_events``, ``max_sim_ns``, ``max_records`` (op-log records) and
     ``timeout_s`` (wall-clock seconds for the whole block) bound the run
-    (:mod:`kernbench.sim.limits`; None: no limit); a run past one raises
-    ``SimulationLimitError``. The wall clock defaults to
+    (:mod:`kernbench.sim.limits`; None: no limit): they make the one
+    :class:`~kernbench.sim.limits.Limits` the session's engine enforces, and a
+    run past one raises ``SimulationLimitError``. The wall clock defaults to
     :data:`~kernbench.sim.limits.DEFAULT_SESSION_TIMEOUT_S` (an hour), so a
     kernel spinning in pure Python cannot hang a script forever; pass
-    ``timeout_s=None`` for a block meant to run longer (the host code in the
-    block counts too). On the main thread it uses ``SIGALRM``. When the block
+    ``timeout_s=None`` for a block meant to run longer. It runs from the
+    start of the block: time spent in the block's host code counts, and the
+    next call that simulates stops once it is used up (on the main thread a
+    ``SIGALRM`` interrupts a kernel while the engine runs). When the block
     ends the session is closed: its tensors are freed and it accepts no
     more work.
     """
-    limits = Limits(max_events, max_sim_ns, timeout_s, max_records)
+    limits = Limits(max_events=max_events, max_sim_ns=max_sim_ns, timeout_s=timeout_s, max_records=max_records)
     graph = topology if isinstance(topology, TopologyGraph) else resolve(topology)
     ctx = RuntimeContext(graph, device=device, data=data, trace=trace, limits=limits)
     ok = False
     try:
-        with watchdog(ctx.engine, timeout_s):
-            yield ctx
+        yield ctx
         ok = True
     finally:
         ctx.close(simulate=ok)

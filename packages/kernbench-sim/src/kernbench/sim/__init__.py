@@ -3,10 +3,11 @@
 from importlib import metadata as _metadata
 
 from kernbench.sim.component import Component, ComponentRegistry
-from kernbench.sim.engine import GraphEngine, LinkStats, Request
+from kernbench.sim.engine import GraphEngine, Request
 from kernbench.sim.errors import BudgetError, ComponentError, DeadlockError, MessageError, SimulationLimitError
 from kernbench.sim.fabric import Packet, Route, Transfer, Wire
 from kernbench.sim.limits import Limits
+from kernbench.sim.links import LinkRecord
 from kernbench.sim.messages import (
     McpuDmaWriteMsg,
     MemoryReadMsg,
@@ -16,16 +17,19 @@ from kernbench.sim.messages import (
     PeDmaWriteMsg,
 )
 from kernbench.sim.oplog import OpLog, OpRecord
+from kernbench.sim.protocol import Completion, Engine
 
 __all__ = [
     "BudgetError",
+    "Completion",
     "Component",
     "ComponentError",
     "ComponentRegistry",
     "DeadlockError",
+    "Engine",
     "GraphEngine",
     "Limits",
-    "LinkStats",
+    "LinkRecord",
     "McpuDmaWriteMsg",
     "MemoryReadMsg",
     "MemoryWriteMsg",

@@ -7,21 +7,25 @@ maps names to classes, and message types to the
 Swapping an implementation is a one-line YAML change (or a different
 registry) and never touches the engine or the tests.
 
-A component holds the engine that built it (``self.engine``, a
-:class:`~kernbench.sim.engine.GraphEngine`); this module does not import the
-engine, which imports it.
+A component holds the engine that built it (``self.engine``), typed as the
+:class:`~kernbench.sim.protocol.Engine` protocol: the members listed there
+are all a component may use. This module does not import the engine, which
+imports it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernbench.sim.errors import ComponentError
 from kernbench.sim.fabric import Packet
 from kernbench.sim.messages import MessageKind
 from kernbench.topology.graph import Node, TopologyGraph
 from kernbench.topology.safe_yaml import quote
+
+if TYPE_CHECKING:
+    from kernbench.sim.protocol import Engine
 
 
 class Component:
@@ -34,7 +38,7 @@ class Component:
 
     __slots__ = ("engine", "id", "node", "overhead_ns")
 
-    def __init__(self, engine: Any, node: Node) -> None:
+    def __init__(self, engine: Engine, node: Node) -> None:
         self.engine = engine
         self.node = node
         self.id = node.id
@@ -63,7 +67,7 @@ class Component:
 
 
 #: ``factory(engine, node) -> Component``: a component class, or anything that builds one.
-ComponentFactory = Callable[[Any, Node], Component]
+ComponentFactory = Callable[["Engine", Node], Component]
 
 
 class ComponentRegistry:

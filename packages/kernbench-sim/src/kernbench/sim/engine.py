@@ -5,8 +5,12 @@ edge, one component per bound node, the op log and the correlation-id
 counter. ``submit(msg)`` turns a message into transfers along routed paths
 and returns a :class:`Request` (a completion future); ``run()`` drains the
 event queue and raises :class:`DeadlockError` if any request is left waiting.
-Every way of running the queue checks the run's budgets (:mod:`kernbench.sim.limits`)
-between chunks of events and ends a runaway run with :class:`SimulationLimitError`.
+Every way of running the queue enforces the run's budgets, wall clock
+included (:mod:`kernbench.sim.limits`), and ends a runaway run with
+:class:`SimulationLimitError`. What code outside ``kernbench.sim`` may use
+of the engine is the :class:`~kernbench.sim.protocol.Engine` protocol; the
+wire formula is :func:`kernbench.sim.fabric.cross`; the per-link counters
+are read with :mod:`kernbench.sim.links`.
 
 Every nanosecond a request reports is a scheduled event on a node or wire:
 node overheads, wire serialisation and propagation, and terminal service.
@@ -15,9 +19,7 @@ node overheads, wire serialisation and propagation, and terminal service.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from heapq import heappush
 from itertools import pairwise
 
@@ -25,13 +27,16 @@ import simpy
 from simpy.core import EmptySchedule, StopSimulation
 from simpy.events import NORMAL, URGENT, Event
 
+from kernbench.sim import limits as budget
 from kernbench.sim.component import ComponentRegistry
-from kernbench.sim.errors import ComponentError, DeadlockError, MessageError, SimulationLimitError
-from kernbench.sim.fabric import Packet, Route, Transfer, Wire, split_packets
+from kernbench.sim.errors import ComponentError, MessageError, SimulationLimitError
+from kernbench.sim.fabric import Packet, Route, Transfer, Wire, cross, cross_control, split_packets
 from kernbench.sim.limits import CHECK_EVERY, Limits, WallClockExpired
+from kernbench.sim.links import LinkRecord, link_records
 from kernbench.sim.memory_store import MemoryStore
-from kernbench.sim.messages import TRANSFER_KINDS, MessageKind, record_transfer
+from kernbench.sim.messages import TRANSFER_KINDS, MessageKind
 from kernbench.sim.oplog import OpLog
+from kernbench.sim.protocol import Completion, Request
 from kernbench.topology.address import PhysAddr
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.routing import AddressResolver, PathRouter
@@ -46,59 +51,6 @@ class _Fire(Event):
         self.callbacks = [callback]
         self._value = value
         self._ok = True
-
-
-class Request:
-    """A submitted message: correlation id, timing, hop trace and completion event.
-
-    ``trace`` holds ``(leg, node, t_in, t_out)`` for the first packet of each
-    leg, in ns; ``leg`` is the transfer kind: ``"write"``, or ``"read_cmd"``
-    then ``"read_data"`` for a read.
-    """
-
-    __slots__ = ("complete", "corr_id", "done", "error", "legs", "msg", "op_name", "pending", "read_nbytes",
-                 "result", "source", "t_end", "t_submit", "trace")
-
-    def __init__(self, corr_id: int, msg: object, t_submit: float, done: simpy.Event) -> None:
-        self.corr_id = corr_id
-        self.msg = msg
-        self.t_submit = t_submit
-        self.t_end: float | None = None
-        self.done = done
-        self.trace: list[tuple[str, str, float, float]] = []
-        self.source = ""
-        self.op_name = ""
-        self.read_nbytes = 0
-        self.legs: list[tuple[str, ...]] = []
-        self.result: object = None
-        self.error: BaseException | None = None
-        self.pending = 0
-        self.complete = record_transfer  # the message kind's completion step
-
-    @property
-    def latency_ns(self) -> float:
-        """Completion time minus submit time, ns (``RuntimeError`` before completion)."""
-        if self.t_end is None:
-            raise RuntimeError(f"request {self.corr_id} has not completed")
-        return self.t_end - self.t_submit
-
-
-@dataclass(frozen=True, slots=True)
-class LinkStats:
-    """Counters of one directed wire after a run (bytes, ns).
-
-    ``busy_ns`` is the time the wire was held by packets (first flit start to
-    last flit end), which exceeds ``bytes / bw`` when flits arrived spaced by
-    a slower upstream link; ``max_wait_ns`` is the worst queueing delay."""
-
-    src: str
-    dst: str
-    kind: str
-    bytes: int
-    busy_ns: float
-    packets: int
-    messages: int
-    max_wait_ns: float
 
 
 class GraphEngine:
@@ -133,8 +85,10 @@ class GraphEngine:
         self.max_events = self.limits.max_events or math.inf
         self.max_sim_ns = self.limits.max_sim_ns or math.inf
         self.max_records = self.limits.max_records or math.inf
-        self.deadline: float | None = None  # time.monotonic() past which the run stops (set by limits.watchdog)
-        self.timeout_s: float | None = None
+        # The wall clock: time.monotonic() past which the run stops, and the limit it came from (a watchdog may
+        # narrow both for a block).
+        self.timeout_s: float | None = self.limits.timeout_s
+        self.deadline: float | None = self.limits.deadline()
         # Why this engine cannot run on (a budget ran out, or an interrupt unwound it mid-step), else None: the
         # runtime refuses further work and a session closes without simulating (see limit_error and _drive).
         self.halted: str | None = None
@@ -144,12 +98,17 @@ class GraphEngine:
         self._pending: dict[int, Request] = {}
         self._next_corr = 1
         self._kinds: dict[type, MessageKind] = {k.msg_type: k for k in (*TRANSFER_KINDS, *registry.message_kinds)}
+        self._on_hop, self._on_arrive = self._hop, self._arrive  # bound once: the hot path schedules them per packet
 
     # ------------------------------------------------------------------ public API
     @property
     def now(self) -> float:
         """Current simulated time, ns."""
         return self.env.now
+
+    def completion(self) -> Completion:
+        """A fresh, unfired :class:`~kernbench.sim.protocol.Completion`."""
+        return Completion(self.env)
 
     def submit(self, msg: object) -> Request:
         """Validate a message, stamp a correlation id, and inject it now."""
@@ -160,7 +119,7 @@ class GraphEngine:
         nbytes = getattr(msg, "nbytes", 1)
         if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes <= 0:
             raise MessageError(f"{type(msg).__name__}.nbytes must be a positive integer, got {nbytes!r}")
-        req = Request(self._next_corr, msg, self.env.now, self.env.event())
+        req = Request(self._next_corr, msg, self.env.now, Completion(self.env))
         kind.start(self, req)  # raises before anything is scheduled if the message cannot be routed
         if kind.complete is not None:
             req.complete = kind.complete
@@ -182,14 +141,15 @@ class GraphEngine:
         else:
             self._drive(None)
             if self._pending:
-                raise self._deadlock("event queue empty")
+                raise budget.deadlock_error(self, self._pending, "event queue empty")
 
     def wait(self, request: Request) -> None:
         """Run until ``request`` completes; :class:`DeadlockError` if the event queue empties first."""
         if request.t_end is not None:
             return
         if not self._drive(request.done) and request.t_end is None:
-            raise self._deadlock(f"event queue empty while waiting for corr {request.corr_id}")
+            raise budget.deadlock_error(self, self._pending, f"event queue empty while waiting for corr "
+                                                             f"{request.corr_id}")
 
     def wait_any(self, groups: list[list[Request]]) -> None:
         """Run until every request of at least one group has completed; :class:`DeadlockError` if the event queue
@@ -201,16 +161,17 @@ class GraphEngine:
         stop = simpy.AnyOf(env, [simpy.AllOf(env, [r.done for r in g]) for g in open_groups])
         if not self._drive(stop) and not any(all(r.t_end is not None for r in g) for g in open_groups):
             ids = ", ".join(str(r.corr_id) for g in open_groups for r in g if r.t_end is None)
-            raise self._deadlock(f"event queue empty while waiting for corr {ids}")
+            raise budget.deadlock_error(self, self._pending, f"event queue empty while waiting for corr {ids}")
 
     def _drive(self, stop: Event | None) -> bool:
         """Step SimPy until ``stop`` has been processed (True) or the queue is empty (False, or always with
         ``stop=None``), checking the budgets once per :data:`CHECK_EVERY` steps (more often when the event or
-        record budget is nearly used up, so a small budget stops the run close to it).
+        record budget is nearly used up, so a small budget stops the run close to it), with the wall-clock
+        alarm armed while it steps when the run has a wall-clock limit (:func:`~kernbench.sim.limits.arm_alarm`).
 
         This replaces ``Environment.run``: the same steps in the same order, so
         results are identical; the budget check between chunks costs nothing
-        per event.
+        per event, the alarm a few microseconds per call.
         """
         if stop is not None:
             if stop.callbacks is None:  # already processed
@@ -219,82 +180,42 @@ class GraphEngine:
         # NOTE: SimPy's own loop is `while True: self.step()`; a local `step` over a range is no slower.
         step = self.env.step
         oplog = self.oplog
+        check = budget.check_budget
         try:
-            while True:
-                left = min(self.max_events - self.events, self.max_records - len(oplog))
-                for _ in range(CHECK_EVERY if left >= CHECK_EVERY else max(1, int(left) + 1)):
-                    step()
-                self._check_budget()
+            alarm = budget.arm_alarm(self) if self.deadline is not None else None
+            try:  # disarmed inside the outer try: an alarm that lands while disarming is still this run's limit
+                while True:
+                    left = min(self.max_events - self.events, self.max_records - len(oplog))
+                    for _ in range(CHECK_EVERY if left >= CHECK_EVERY else max(1, int(left) + 1)):
+                        step()
+                    check(self)
+            finally:
+                if alarm is not None:
+                    budget.disarm_alarm(alarm)
         except StopSimulation:
-            self._check_budget()  # a run that ends between two checks is held to its budget too
+            check(self)  # a run that ends between two checks is held to its budget too
             return True
         except EmptySchedule:
-            self._check_budget()
+            check(self)
             return False
-        except WallClockExpired as exc:  # the watchdog's alarm landed in a step: the same error as a budget
-            if self.timeout_s is None:  # not this engine's watchdog
+        except WallClockExpired as exc:  # the alarm landed in a step: the same error as a budget
+            if self.timeout_s is None:  # not this engine's alarm
                 raise
-            raise self.limit_error(f"the run took more than the wall-clock timeout of {self.timeout_s:g} s",
-                                   "--timeout SECONDS / timeout_s=", where=exc.where) from None
+            raise budget.timeout_error(self, exc.where) from None
         except BaseException as exc:  # KeyboardInterrupt, SystemExit: the step was cut short
             if not isinstance(exc, Exception) and type(exc).__name__ != "GreenletExit" and self.halted is None:
                 self.halted = f"{type(exc).__name__} interrupted the simulation at {self.env._now:,.1f} ns"
             raise
 
-    def _check_budget(self) -> None:
-        """:class:`SimulationLimitError` when the run has used up its events, simulated time, op-log records or
-        wall-clock time."""
-        if self.events > self.max_events:
-            raise self.limit_error(f"the run processed {self.events:,} events, more than max_events = "
-                                   f"{self.limits.max_events:,}", "--max-events N / max_events=")
-        if self.env._now > self.max_sim_ns:
-            raise self.limit_error(f"the simulated clock reached {self.env._now:,.1f} ns, beyond max_sim_ns = "
-                                   f"{self.limits.max_sim_ns:,.0f}", "--max-sim-ns NS / max_sim_ns=")
-        if len(self.oplog) > self.max_records:
-            raise self.limit_error(f"the op log holds {len(self.oplog):,} records, more than max_records = "
-                                   f"{self.limits.max_records:,}", "--max-records N / max_records=")
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            raise self.limit_error(f"the run took more than the wall-clock timeout of {self.timeout_s:g} s",
-                                   "--timeout SECONDS / timeout_s=")
-
     def limit_error(self, what: str, knob: str, where: str | None = None) -> SimulationLimitError:
-        """A :class:`SimulationLimitError` for ``what``, naming the last op, the PE and kernel it belongs to, where
-        Python was executing (``where``, for the wall-clock watchdog) and the ``knob`` that raises the budget."""
-        last = self.oplog.last()
-        running = [b for c in self.components.created().values() if (b := c.activity()) is not None]
-        if last is not None:
-            op = f"last op {last.op_name!r} on {last.component_id} at {last.t_start:,.1f} ns"
-            mine = [b for b in running if b.startswith(last.component_id.rsplit(".", 1)[0] + " ")]
-            running = mine or running
-        else:
-            op = "no op logged yet"
-        kernel = f"; {running[0]}" + (f" (and {len(running) - 1} more PE(s))" if len(running) > 1 else "") \
-            if running else "; no kernel was running"
-        at = f"; Python was executing {where}" if where else ""
-        self.halted = what  # the run is over: whoever catches the error, the engine is not driven again
-        return SimulationLimitError(f"simulation stopped: {what}; {op}{kernel}{at}; if the run is meant to be "
-                                    f"this long raise the budget ({knob}), else look for a loop that never ends")
+        """A :class:`SimulationLimitError` for ``what`` that halts this engine
+        (:func:`kernbench.sim.limits.limit_error`)."""
+        return budget.limit_error(self, what, knob, where)
 
-    def _deadlock(self, what: str) -> DeadlockError:
-        """A DeadlockError naming every stuck request and every component that reports itself blocked."""
-        stuck = "; ".join(f"corr {r.corr_id} {type(r.msg).__name__} from {r.source}" for r in self._pending.values())
-        blocked = [b for c in self.components.created().values() if (b := c.blocked()) is not None]
-        detail = f"; blocked: {'; '.join(blocked)}" if blocked else ""
-        return DeadlockError(f"{what}: {len(self._pending)} request(s) never completed: {stuck}{detail}")
-
-    def link_stats(self, include_idle: bool = False) -> list[LinkStats]:
-        """Per-wire counters in graph edge order: every wire that carried traffic, or every edge."""
-        if include_idle:
-            out = []
-            for e in self.graph.edges:
-                w = self.wires.get((e.src, e.dst))
-                out.append(LinkStats(e.src, e.dst, e.kind, w.bytes, w.busy_ns, w.packets, w.messages, w.max_wait_ns)
-                           if w is not None else LinkStats(e.src, e.dst, e.kind, 0, 0.0, 0, 0, 0.0))
-            return out
-        order = self.graph.edge_index
-        used = sorted((w for w in self.wires.values() if w.packets), key=lambda w: order(w.edge.src, w.edge.dst))
-        return [LinkStats(w.edge.src, w.edge.dst, w.edge.kind, w.bytes, w.busy_ns, w.packets, w.messages,
-                          w.max_wait_ns) for w in used]
+    def link_stats(self, include_idle: bool = False) -> list[LinkRecord]:
+        """Per-link counters in graph edge order, utilisation over ``[0, now]``: every link that carried traffic,
+        or every edge (:func:`kernbench.sim.links.link_records`)."""
+        return link_records(self, include_idle)
 
     def route(self, nodes: tuple[str, ...]) -> Route:
         """The memoised :class:`Route` for a node path (every node must have a component)."""
@@ -331,7 +252,7 @@ class GraphEngine:
         first = tr.packets[0]
         if ready is not None:
             first.delta = ready[0][1]
-        self._at(t_start, first, self._hop)
+        self._at(t_start, first, self._on_hop)
         return tr
 
     def _at(self, t: float, value: object, callback: Callable) -> None:
@@ -343,65 +264,35 @@ class GraphEngine:
 
     def _hop(self, ev: simpy.Event) -> None:
         pkt: Packet = ev._value
-        now = self.env._now
+        env = self.env
+        now = env._now
         route = pkt.route
         h = pkt.hop
         wire = route.wires[h]
         ready = now + route.overheads[h] if h else now
-        m = pkt.nflits
-        if not m:  # control message: sideband, pays node overheads and propagation, occupies no bandwidth
-            pkt.hop = h + 1
-            pkt.t_head = pkt.t_tail = ready + wire.latency_ns
-            wire.messages += 1
+        pkt.hop = h + 1
+        if not pkt.nflits:  # control message: sideband, pays node overheads and propagation, occupies no bandwidth
+            cross_control(wire, pkt, ready)
             if self.trace_enabled:
                 pkt.transfer.request.trace.append(("control", route.nodes[h], now, ready))
-            self._at(pkt.t_head, pkt, self._hop if h + 1 < route.hops else self._arrive)
+            self._at(pkt.t_head, pkt, self._on_hop if h + 1 < route.hops else self._on_arrive)
             return
-        flit_ns = wire.flit_ns
-        free = wire.free_at
-        if free > ready:
-            start = free
-            wait = free - ready
-            if wait > wire.max_wait_ns:
-                wire.max_wait_ns = wait
-            d_in = pkt.delta - wait / (m - 1) if m > 1 else 0.0
-        else:
-            start = ready
-            d_in = pkt.delta
-        delta = d_in if d_in > flit_ns else flit_ns
-        nbytes = pkt.nbytes
-        serial = nbytes / wire.bw
-        if m > 1:
-            end = start + (m - 1) * (delta - flit_ns) + serial
-            head = start + flit_ns
-        else:
-            end = head = start + serial
-        wire.free_at = end
-        wire.busy_ns += end - start
-        wire.bytes += nbytes
-        wire.packets += 1
-        lat = wire.latency_ns
-        pkt.delta = delta
-        pkt.t_head = head + lat
-        pkt.t_tail = end + lat
-        pkt.hop = h + 1
+        start = cross(wire, pkt, ready)  # the wire formula (kernbench.sim.fabric)
         tr = pkt.transfer
-        if pkt.index == 0:
-            wire.messages += 1
-            if self.trace_enabled:
-                tr.request.trace.append((tr.kind, route.nodes[h], now, start))
-        if h == 0 and pkt.index + 1 < len(tr.packets):
-            nxt = tr.packets[pkt.index + 1]
-            t_next = end
+        index = pkt.index
+        if not index and self.trace_enabled:
+            tr.request.trace.append((tr.kind, route.nodes[h], now, start))
+        if not h and index + 1 < len(tr.packets):
+            nxt = tr.packets[index + 1]
+            t_next = wire.free_at
             if tr.ready is not None:
                 r0, nxt.delta = tr.ready[nxt.index]
                 if r0 > t_next:
                     t_next = r0
-            self._at(t_next, nxt, self._hop)
-        # NOTE: _at inlined on the hottest line of the simulator.
-        env = self.env
+            self._at(t_next, nxt, self._on_hop)
+        # NOTE: _at inlined on the hottest line of the simulator; the callbacks are bound once (_on_hop).
         heappush(env._queue, (pkt.t_head, NORMAL, next(env._eid),
-                              _Fire(env, pkt, self._hop if h + 1 < route.hops else self._arrive)))
+                              _Fire(env, pkt, self._on_hop if h + 1 < route.hops else self._on_arrive)))
         self.events += 1
 
     def _arrive(self, ev: simpy.Event) -> None:
@@ -478,7 +369,7 @@ class GraphEngine:
         tr = Transfer(request, route, 0, "control", 0, _noop)
         tr.payload = payload
         tr.packets = split_packets(tr, self.packet_bytes, self.flit_bytes)
-        self._at(t0, tr.packets[0], self._hop)
+        self._at(t0, tr.packets[0], self._on_hop)
         return tr
 
     def control_latency_ns(self, nodes: tuple[str, ...]) -> float:
@@ -524,4 +415,4 @@ def _noop(tr: Transfer, t: float) -> None:
     """Completion of a read command: the terminal's reply carries the request on."""
 
 
-__all__ = ["GraphEngine", "LinkStats", "Request"]
+__all__ = ["GraphEngine", "Request"]

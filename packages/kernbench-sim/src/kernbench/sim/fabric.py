@@ -150,6 +150,60 @@ class Transfer:
         self.on_done = on_done
 
 
+def cross(wire: Wire, pkt: Packet, ready: float) -> float:
+    """Put data packet ``pkt`` on ``wire``, its head ready to enter at ``ready`` (ns): the wire formula.
+
+    Applies the rules of the module docstring: the packet starts when both it
+    and the wire are ready, its flits leave ``max(delta_in, flit_ns)`` apart
+    (a packet that queued catches up towards wire speed), and it holds the
+    wire until its last flit has left (serialisation ``nbytes / bw``). Sets
+    ``pkt.delta``, ``pkt.t_head`` and ``pkt.t_tail`` (arrival of its first and
+    last flit at the far node: one propagation latency after leaving) and
+    the wire's counters (a transfer's first packet counts one message);
+    returns the time the head started to cross. The
+    wire is free again at ``wire.free_at``. A control message
+    (:func:`cross_control`) takes no bandwidth.
+    """
+    m = pkt.nflits
+    flit_ns = wire.flit_ns
+    free = wire.free_at
+    if free > ready:
+        start = free
+        wait = free - ready
+        if wait > wire.max_wait_ns:
+            wire.max_wait_ns = wait
+        d_in = pkt.delta - wait / (m - 1) if m > 1 else 0.0
+    else:
+        start = ready
+        d_in = pkt.delta
+    delta = d_in if d_in > flit_ns else flit_ns
+    nbytes = pkt.nbytes
+    serial = nbytes / wire.bw
+    if m > 1:
+        end = start + (m - 1) * (delta - flit_ns) + serial
+        head = start + flit_ns
+    else:
+        end = head = start + serial
+    wire.free_at = end
+    wire.busy_ns += end - start
+    wire.bytes += nbytes
+    wire.packets += 1
+    if pkt.index == 0:
+        wire.messages += 1
+    lat = wire.latency_ns
+    pkt.delta = delta
+    pkt.t_head = head + lat
+    pkt.t_tail = end + lat
+    return start
+
+
+def cross_control(wire: Wire, pkt: Packet, ready: float) -> None:
+    """Send control message ``pkt`` over ``wire`` at ``ready`` (ns): a sideband that pays the propagation latency
+    and occupies no bandwidth; it counts as a message, not a packet."""
+    pkt.t_head = pkt.t_tail = ready + wire.latency_ns
+    wire.messages += 1
+
+
 def split_packets(transfer: Transfer, packet_bytes: int, flit_bytes: int) -> list[Packet]:
     """Cut a transfer's payload into packets (last one may be short; a control transfer has one empty packet)."""
     if transfer.nbytes == 0:

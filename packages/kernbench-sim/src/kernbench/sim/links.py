@@ -1,7 +1,10 @@
-"""Per-link results of a run: the links file (``kernbench run --links FILE``), its reader and the top table.
+"""Per-link results of a run: the link counters, the links file (``kernbench run --links FILE``), its reader and
+the top table.
 
-A directed edge of the graph is described by a :class:`LinkRecord` with the
-counters its :class:`~kernbench.sim.fabric.Wire` kept: bytes and packets of
+A directed edge of the graph is described by a :class:`LinkRecord`, the one
+type for a link's counters (``GraphEngine.link_stats()``,
+``RuntimeContext.link_stats()``, the links file and the web viewer all give
+it), with the counters its :class:`~kernbench.sim.fabric.Wire` kept: bytes and packets of
 payload that crossed it, messages (transfers, control messages included)
 that entered it, ``busy_ns`` (first flit start to last flit end, summed over
 packets), the worst queueing delay a packet saw before it could start
@@ -75,8 +78,9 @@ def carried_traffic(link: _Counted) -> bool:
     """Whether a link carried traffic: bytes crossed it. The one rule every count of "links that carried traffic"
     uses (links file, ``link_stats()``, the busiest-links table, the web viewer, the heatmap).
 
-    ``link`` is anything with a ``bytes`` counter: a :class:`LinkRecord` or the engine's ``LinkStats``. A link
-    that saw only control messages (a sideband of 0 bytes that occupies no bandwidth) did not carry traffic."""
+    ``link`` is anything with a ``bytes`` counter: a :class:`LinkRecord` or a
+    :class:`~kernbench.sim.fabric.Wire`. A link that saw only control messages (a sideband of 0 bytes that
+    occupies no bandwidth) did not carry traffic."""
     return link.bytes > 0
 
 
@@ -160,17 +164,25 @@ def link_records(engine, include_idle: bool = False) -> list[LinkRecord]:
     """The engine's per-wire counters as :class:`LinkRecord`, utilisation over ``[0, engine.now]``.
 
     Only links that carried traffic (:func:`carried_traffic`) by default;
-    every graph edge with ``include_idle``; graph edge order either way.
+    every graph edge with ``include_idle`` (an edge no packet or message ever
+    entered has zeros); graph edge order either way.
     """
     window = float(engine.now)
     graph = engine.graph
+    wires = engine.wires
+    if include_idle:
+        rows = [(e, wires.get((e.src, e.dst))) for e in graph.edges]
+    else:
+        order = graph.edge_index
+        used = sorted((w for w in wires.values() if carried_traffic(w)), key=lambda w: order(w.edge.src, w.edge.dst))
+        rows = [(w.edge, w) for w in used]
     out = []
-    for s in engine.link_stats(include_idle=True):
-        if not (include_idle or carried_traffic(s)):
-            continue
-        e = graph.edge(s.src, s.dst)
-        out.append(LinkRecord(s.src, s.dst, s.kind, e.bw_gbs, e.latency_ns, s.bytes, s.packets, s.messages,
-                              s.busy_ns, s.busy_ns / window if window > 0 else 0.0, s.max_wait_ns))
+    for e, w in rows:
+        if w is None:
+            out.append(LinkRecord(e.src, e.dst, e.kind, e.bw_gbs, e.latency_ns, 0, 0, 0, 0.0, 0.0, 0.0))
+        else:
+            out.append(LinkRecord(e.src, e.dst, e.kind, e.bw_gbs, e.latency_ns, w.bytes, w.packets, w.messages,
+                                  w.busy_ns, w.busy_ns / window if window > 0 else 0.0, w.max_wait_ns))
     return out
 
 

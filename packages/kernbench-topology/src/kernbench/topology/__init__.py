@@ -10,6 +10,7 @@ Typical use::
 from importlib import metadata as _metadata
 
 from kernbench.topology.address import PhysAddr, decode
+from kernbench.topology.block_params import BlockParam
 from kernbench.topology.builtins import builtin, resolve
 from kernbench.topology.builtins import names as builtin_names
 from kernbench.topology.compiler import compile_spec, load_topology
@@ -17,18 +18,21 @@ from kernbench.topology.diagrams import emit_diagrams
 from kernbench.topology.errors import AddressError, KernbenchError, RoutingError, SpecError, TopologyError
 from kernbench.topology.graph import Edge, Node, TopologyGraph, View, ViewEdge, ViewNode
 from kernbench.topology.routing import AddressResolver, PathRouter, path_edges
+from kernbench.topology.sip_topologies import SipTopology, get_sip_topology, register_sip_topology, sip_topology_names
 from kernbench.topology.spec import TopologySpec
 from kernbench.topology.spec_loader import load_spec, spec_from_dict
 
 __all__ = [
     "AddressError",
     "AddressResolver",
+    "BlockParam",
     "Edge",
     "KernbenchError",
     "Node",
     "PathRouter",
     "PhysAddr",
     "RoutingError",
+    "SipTopology",
     "SpecError",
     "TopologyError",
     "TopologyGraph",
@@ -42,10 +46,13 @@ __all__ = [
     "compile_spec",
     "decode",
     "emit_diagrams",
+    "get_sip_topology",
     "load_spec",
     "load_topology",
     "path_edges",
+    "register_sip_topology",
     "resolve",
+    "sip_topology_names",
     "spec_from_dict",
 ]
 

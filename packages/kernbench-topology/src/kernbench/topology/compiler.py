@@ -26,9 +26,11 @@ from pathlib import Path
 from types import MappingProxyType
 
 from kernbench.topology import naming as nm
+from kernbench.topology.block_params import block_values
 from kernbench.topology.errors import TopologyError
 from kernbench.topology.graph import Edge, Node, TopologyGraph
 from kernbench.topology.mesh_gen import CubeMesh, ensure_mesh, mesh_path_for
+from kernbench.topology.sip_topologies import get_sip_topology
 from kernbench.topology.spec import TopologySpec
 from kernbench.topology.spec_loader import load_spec
 from kernbench.topology.views import build_views
@@ -62,26 +64,15 @@ OPPOSITE = {"n": "s", "s": "n", "e": "w", "w": "e"}
 
 
 def pe_block_params(spec: TopologySpec) -> dict[str, dict[str, object]]:
-    """The parameters each PE block's node carries (besides ``overhead_ns`` and ``pe``), from ``spec.pe``.
+    """The parameters each PE block's node carries (besides ``pe``), as the implementation bound to the block
+    declares them (:mod:`kernbench.topology.block_params`): each from its topology field, ``pe.blocks`` or its
+    default, checked against its bounds; a block declaring no ``overhead_ns`` gets 0.
 
     Components read their own node's attributes, never the spec, so a graph
     node says everything about the block it models (units in the names).
     """
-    pe = spec.pe
-    g, cm = pe.gemm, pe.cost_model
-    return {
-        "pe_cpu": {"clock_ghz": pe.clock_ghz, "fixed_cycles": cm.fixed_cycles,
-                   "r_cycles_per_byte": cm.r_cycles_per_byte},
-        "pe_scheduler": {"tile_m": g.tile_m, "tile_n": g.tile_n, "tile_k": g.tile_k},
-        "pe_dma": {"read_channels": pe.dma.read_channels, "write_channels": pe.dma.write_channels},
-        "pe_tcm": {"read_bw_gbs": pe.tcm.read_bw_gbs, "write_bw_gbs": pe.tcm.write_bw_gbs,
-                   "capacity_bytes": int(pe.tcm.capacity_mib * (1 << 20)),
-                   "scratch_bytes": int(pe.tcm.scratch_mib * (1 << 20))},
-        "pe_gemm": {"tile_m": g.tile_m, "tile_n": g.tile_n, "tile_k": g.tile_k, "peak_tflops": g.peak_tflops},
-        "pe_math": {"lanes": pe.math_lanes, "clock_ghz": pe.clock_ghz},
-        "pe_mmu": {"translate_ns": pe.mmu_translate_ns, "page_bytes": pe.mmu_page_bytes},
-        "pe_ipcq": {"depth": pe.ipcq.depth, "slot_bytes": pe.ipcq.slot_bytes},
-    }
+    return {block: block_values(spec, block) for block in nm.PE_BLOCKS}
+
 
 class _Builder:
     def __init__(self, spec: TopologySpec, mesh: CubeMesh) -> None:
@@ -115,8 +106,7 @@ class _Builder:
 
     def sip_origin(self, sip: int) -> tuple[float, float]:
         sips = self.spec.system.sips
-        cols = sips.count if sips.topology == "ring_1d" else sips.grid[1]
-        r, c = divmod(sip, cols)
+        r, c = get_sip_topology(sips.topology).layout(sip, sips.count, sips.grid)
         gap = self.spec.system.sip_gap_mm
         return c * (self.sip_w + gap), r * (self.sip_h + gap)
 
@@ -130,7 +120,7 @@ class _Builder:
     def system(self) -> None:
         pcie = self.spec.system.pcie
         sips = self.spec.system.sips
-        cols = sips.count if sips.topology == "ring_1d" else sips.grid[1]
+        _, cols = get_sip_topology(sips.topology).grid(sips.count, sips.grid)
         tray_w = cols * self.sip_w + (cols - 1) * self.spec.system.sip_gap_mm
         self.node(nm.HOST, "host_cpu", tray_w / 2, -40.0, overhead_ns=pcie.host_overhead_ns)
         self.node(nm.SWITCH, "switch", tray_w / 2, -20.0, overhead_ns=pcie.switch_overhead_ns)
@@ -198,9 +188,8 @@ class _Builder:
     def pes(self, sip: int, cube: int, ox: float, oy: float) -> None:
         pe = self.spec.pe
         step = pe.w_mm / 3
-        overheads = {"pe_cpu": pe.cpu_overhead_ns, "pe_scheduler": pe.scheduler_overhead_ns,
-                     "pe_dma": pe.dma.overhead_ns, "pe_ipcq": pe.ipcq.overhead_ns}
         params = pe_block_params(self.spec)
+        overheads = {block: values.pop("overhead_ns", 0.0) for block, values in params.items()}
         tcm_bw = {("pe_dma", "pe_tcm"): pe.tcm.write_bw_gbs, ("pe_fetch_store", "pe_tcm"): pe.tcm.write_bw_gbs}
         for p, (px, py) in enumerate(self.mesh.pe_positions):
             for gr, row in enumerate(PE_GRID):

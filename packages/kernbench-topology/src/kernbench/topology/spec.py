@@ -15,7 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-SIP_TOPOLOGIES = ("ring_1d", "torus_2d", "mesh_2d_no_wrap")
+from kernbench.topology.block_params import shipped_field
+from kernbench.topology.sip_topologies import DEFAULT_SIP_TOPOLOGY, SIP_TOPOLOGY_NAMES
+
+SIP_TOPOLOGIES = SIP_TOPOLOGY_NAMES  # the registered SIP topology families, live (kernbench.topology.sip_topologies)
 CORNERS = ("NW", "NE", "SW", "SE")
 VIEW_NAMES = ("system", "sip", "cube", "pe")
 
@@ -39,6 +42,13 @@ def _f(default: Any, doc: str, *, lo: float | None = None, hi: float | None = No
     return field(default=default, metadata=meta)
 
 
+def _param(path: str) -> Any:
+    """Declare the spec field a shipped PE block parameter is written in: its default, range and description are
+    the block's declaration (:mod:`kernbench.topology.block_params`)."""
+    p = shipped_field(path)
+    return _f(p.default, p.doc, lo=p.low, hi=p.high)
+
+
 def _sub(cls: type) -> Any:
     """Declare a nested section whose fields all default."""
     return field(default_factory=cls, metadata={"doc": cls.__doc__ or ""})
@@ -52,7 +62,7 @@ class SipsSpec:
     """The SIPs of the tray and the logical topology collectives use between them."""
 
     count: int = _f(2, "number of SIPs on the tray", lo=1, hi=16)
-    topology: str = _f("ring_1d", "logical SIP topology", choices=SIP_TOPOLOGIES)
+    topology: str = _f(DEFAULT_SIP_TOPOLOGY, "logical SIP topology", choices=SIP_TOPOLOGIES)
     grid: tuple[int, int] = _f((1, 2), "SIP grid [rows, cols] for 2D topologies; rows*cols == count", lo=1, hi=16)
 
 
@@ -213,38 +223,37 @@ class CubeSpec:
 class GemmSpec:
     """The PE's matrix engine."""
 
-    peak_tflops: float = _f(8.0, "f16 peak throughput, TFLOP/s", lo=1e-3, hi=1e4)
-    tile_m: int = _f(32, "tile rows (M)", lo=1, hi=4096)
-    tile_n: int = _f(32, "tile columns (N)", lo=1, hi=4096)
-    tile_k: int = _f(64, "tile depth (K)", lo=1, hi=4096)
+    peak_tflops: float = _param("pe.gemm.peak_tflops")
+    tile_m: int = _param("pe.gemm.tile_m")
+    tile_n: int = _param("pe.gemm.tile_n")
+    tile_k: int = _param("pe.gemm.tile_k")
 
 
 @dataclass(frozen=True)
 class TcmSpec:
     """The PE's tightly coupled memory."""
 
-    capacity_mib: float = _f(16.0, "TCM capacity, MiB; at most 16384 (the address layout)", lo=0.001)
-    read_bw_gbs: float = _f(512.0, "TCM read bandwidth, GB/s", **BW)
-    write_bw_gbs: float = _f(512.0, "TCM write bandwidth, GB/s", **BW)
-    scratch_mib: float = _f(1.0, "kernel scratch region inside the TCM, MiB; at most capacity_mib", lo=0.001,
-                             hi=16384.0)
+    capacity_mib: float = _param("pe.tcm.capacity_mib")
+    read_bw_gbs: float = _param("pe.tcm.read_bw_gbs")
+    write_bw_gbs: float = _param("pe.tcm.write_bw_gbs")
+    scratch_mib: float = _param("pe.tcm.scratch_mib")
 
 
 @dataclass(frozen=True)
 class DmaSpec:
     """The PE's DMA engine."""
 
-    read_channels: int = _f(1, "concurrent read DMAs", lo=1, hi=64)
-    write_channels: int = _f(1, "concurrent write DMAs", lo=1, hi=64)
-    overhead_ns: float = _f(2.0, "per-descriptor DMA setup overhead, ns", **OVERHEAD)
+    read_channels: int = _param("pe.dma.read_channels")
+    write_channels: int = _param("pe.dma.write_channels")
+    overhead_ns: float = _param("pe.dma.overhead_ns")
 
 
 @dataclass(frozen=True)
 class CostModelSpec:
     """Command-issue cost model: FIXED + logical_bytes x R cycles per command."""
 
-    fixed_cycles: float = _f(40.0, "fixed cycles per command", lo=0.0, hi=1e6)
-    r_cycles_per_byte: float = _f(0.0625, "cycles per logical descriptor byte", lo=0.0, hi=1000.0)
+    fixed_cycles: float = _param("pe.cost_model.fixed_cycles")
+    r_cycles_per_byte: float = _param("pe.cost_model.r_cycles_per_byte")
     max_composite_logical_bytes: int = _f(1024, "largest composite descriptor, bytes", lo=1, hi=1 << 20)
 
 
@@ -252,11 +261,9 @@ class CostModelSpec:
 class IpcqSpec:
     """PE_IPCQ: the per-direction receive rings that PE-to-PE messages land in."""
 
-    depth: int = _f(2, "slots per receive ring (messages a sender may have in flight per direction)", lo=1,
-                    hi=1024)
-    slot_kib: float = _f(128.0, "bytes per slot, KiB: the largest message one send can carry", lo=0.0625,
-                          hi=1 << 20)
-    overhead_ns: float = _f(2.0, "PE_IPCQ per-message processing overhead, ns", **OVERHEAD)
+    depth: int = _param("pe.ipcq.depth")
+    slot_kib: float = _param("pe.ipcq.slot_kib")
+    overhead_ns: float = _param("pe.ipcq.overhead_ns")
 
     @property
     def slot_bytes(self) -> int:
@@ -266,21 +273,28 @@ class IpcqSpec:
 
 @dataclass(frozen=True)
 class PeSpec:
-    """One processing element."""
+    """One processing element.
 
-    clock_ghz: float = _f(1.0, "PE clock, GHz", lo=1e-3, hi=100.0)
-    cpu_overhead_ns: float = _f(2.0, "PE_CPU per-message overhead, ns", **OVERHEAD)
-    scheduler_overhead_ns: float = _f(1.0, "PE_SCHEDULER per-command overhead, ns", **OVERHEAD)
+    The fields its blocks read are declared by the blocks (:mod:`kernbench.topology.block_params`); parameters a
+    plugin implementation declares besides them are set under ``blocks``.
+    """
+
+    clock_ghz: float = _param("pe.clock_ghz")
+    cpu_overhead_ns: float = _param("pe.cpu_overhead_ns")
+    scheduler_overhead_ns: float = _param("pe.scheduler_overhead_ns")
     internal_bw_gbs: float = _f(512.0, "bandwidth of links between PE blocks, GB/s", **BW)
-    math_lanes: int = _f(64, "elements the math engine processes per cycle", lo=1, hi=65536)
-    mmu_page_bytes: int = _f(4096, "MMU page size, bytes (a power of two)", lo=256, hi=1 << 30)
-    mmu_translate_ns: float = _f(1.0, "time a DMA pays to translate a virtual address, ns", **OVERHEAD)
+    math_lanes: int = _param("pe.math_lanes")
+    mmu_page_bytes: int = _param("pe.mmu_page_bytes")
+    mmu_translate_ns: float = _param("pe.mmu_translate_ns")
     gemm: GemmSpec = _sub(GemmSpec)
     tcm: TcmSpec = _sub(TcmSpec)
     dma: DmaSpec = _sub(DmaSpec)
     cost_model: CostModelSpec = _sub(CostModelSpec)
     ipcq: IpcqSpec = _sub(IpcqSpec)
     w_mm: float = _f(2.0, "PE block size in the cube diagram, mm", **SIZE_MM)
+    blocks: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = _f(
+        (), "parameters a block implementation declares besides the fields above, by PE block: "
+            "{pe_gemm: {name: value}}; checked against the declarations of the implementation bound in components")
 
 
 # --------------------------------------------------------------------------- fabric

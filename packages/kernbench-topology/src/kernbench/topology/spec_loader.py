@@ -16,8 +16,10 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from kernbench.topology import naming as nm
 from kernbench.topology.errors import SpecError
 from kernbench.topology.safe_yaml import MAX_BYTES, load_yaml, quote
+from kernbench.topology.sip_topologies import get_sip_topology
 from kernbench.topology.spec import DEFAULT_COMPONENTS, MAX_ROUTER_COLUMNS, TopologySpec
 from kernbench.topology.tcm_layout import TcmLayout
 
@@ -89,6 +91,8 @@ class _Loader:
             return self.build(typ, raw, path)
         if path == "components":
             return self.components(raw, path)
+        if path == "pe.blocks":
+            return self.block_values(raw, path)
         if path == "disabled_links":
             if not isinstance(raw, list) or not all(
                     isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in raw):
@@ -158,6 +162,23 @@ class _Loader:
         return tuple(merged.items())
 
 
+    def block_values(self, raw: Any, path: str) -> tuple[tuple[str, tuple[tuple[str, float], ...]], ...]:
+        """``pe.blocks``: PE block -> {parameter: number}. The names and bounds are checked by the compiler against
+        the declarations of the implementation bound to each block (:mod:`kernbench.topology.block_params`)."""
+        if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, dict) for k, v in raw.items()):
+            raise self.fail(path, raw, "a mapping of PE block -> {parameter: number}")
+        for block, values in raw.items():
+            if block not in nm.PE_BLOCKS:
+                near = difflib.get_close_matches(block[:80], list(nm.PE_BLOCKS), n=1)
+                hint = f"did you mean '{near[0]}'?" if near else f"PE blocks: {', '.join(nm.PE_BLOCKS)}"
+                raise SpecError(f"{self.source}: {path}: {quote(block)} is not a PE block; {hint}")
+            for name, value in values.items():
+                if not isinstance(name, str) or isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                        isinstance(value, float) and not math.isfinite(value)):
+                    raise self.fail(f"{path}.{block}.{str(name)[:80]}", value, "a finite number")
+        return tuple((block, tuple(values.items())) for block, values in raw.items())
+
+
 def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
@@ -166,11 +187,7 @@ def _check_consistency(spec: TopologySpec) -> None:
     src = spec.source
     if not spec.cube.pe_layout.corners:
         raise SpecError(f"{src}: field 'cube.pe_layout.corners' is empty; list at least one of NW NE SW SE")
-    sips = spec.system.sips
-    rows, cols = sips.grid
-    if sips.topology != "ring_1d" and rows * cols != sips.count:
-        raise SpecError(f"{src}: field 'system.sips.grid' = {list(sips.grid)!r} holds {rows * cols} SIPs "
-                        f"but system.sips.count = {sips.count}; make rows*cols equal the count")
+    _check_sip_grid(spec)
     # The 51-bit address layout (address.py) bounds what a topology may hold.
     for what, value, limit, where in (
             ("cubes per SIP", spec.cubes_per_sip, 32, "sip.cube_mesh.w * sip.cube_mesh.h"),
@@ -260,23 +277,17 @@ def spec_from_dict(data: Any, source: str = "<dict>") -> TopologySpec:
     spec = _Loader(source).build(TopologySpec, data, "")
     spec = dataclasses.replace(spec, source=source)
     _check_consistency(spec)
-    _check_ring_grid(spec, data)
     return spec
 
 
-def _check_ring_grid(spec: TopologySpec, data: Any) -> None:
-    """``ring_1d`` lays its SIPs out in one row and ignores ``grid``, so a grid written in the file that does not
-    hold ``count`` SIPs is a mistake (``grid: [3, 5]`` with 2 SIPs), not something to ignore silently. A grid left
-    out, or left at the default ``[1, 2]`` (which every exported builtin carries, so changing only ``count`` keeps
-    working), is fine with any count."""
+def _check_sip_grid(spec: TopologySpec) -> None:
+    """Ask the SIP topology family whether ``system.sips.grid`` fits ``system.sips.count``."""
     sips = spec.system.sips
-    written = isinstance(data, dict) and isinstance(data.get("system"), dict) and \
-        isinstance(data["system"].get("sips"), dict) and "grid" in data["system"]["sips"]
     rows, cols = sips.grid
-    if sips.topology == "ring_1d" and written and rows * cols != sips.count and (rows, cols) != (1, 2):
-        raise SpecError(f"{spec.source}: field 'system.sips.grid' = {list(sips.grid)!r} holds {rows * cols} SIPs but "
-                        f"system.sips.count = {sips.count}; ring_1d does not use the grid, so leave it out or make "
-                        f"rows*cols equal the count")
+    hint = get_sip_topology(sips.topology).grid_problem(sips.count, (rows, cols))
+    if hint:
+        raise SpecError(f"{spec.source}: field 'system.sips.grid' = {list(sips.grid)!r} holds {rows * cols} SIPs "
+                        f"but system.sips.count = {sips.count}; {hint}")
 
 
 def spec_from_yaml(text: str | bytes, source: str) -> TopologySpec:
@@ -336,8 +347,8 @@ def field_docs() -> list[tuple[str, str, Any]]:
             if dataclasses.is_dataclass(hints[f.name]):
                 walk(hints[f.name], path)
             else:
-                allowed = _describe(dict(f.metadata), hints[f.name]) if path not in ("components", "disabled_links") \
-                    else ""
+                allowed = _describe(dict(f.metadata), hints[f.name]) \
+                    if path not in ("components", "disabled_links", "pe.blocks") else ""
                 doc = f.metadata.get("doc", "")
                 rows.append((path, f"{doc} ({allowed})" if allowed else doc, f.default))
 

@@ -94,13 +94,15 @@ def _dispatch(args) -> int:
         return run_topology(args.path, as_json=args.json, diagrams=args.diagrams, list_=args.list,
                             export=args.export, verbose=args.verbose)
     if args.command in ("list", "run"):
-        from kernbench.cli.run_cmd import run_list, run_run
+        from kernbench.cli.run_cmd import limits_from, run_list, run_run
 
         if args.command == "list":
             return run_list(args.params)
+        limits = limits_from(max_events=args.max_events, max_sim_ns=args.max_sim_ns, timeout=args.timeout,
+                             max_records=args.max_records)
         return run_run(args.topology, args.bench, args.device, data=args.data, as_json=args.json,
                        trace=args.trace, params=args.params, links=args.links, links_top=args.links_top,
-                       budgets=(args.max_events, args.max_sim_ns, args.timeout, args.max_records), debug=args.debug)
+                       limits=limits, debug=args.debug)
     if args.command == "links":
         from kernbench.cli.links_cmd import run_links
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import signal
 import sys
@@ -98,7 +97,9 @@ def add_budget_options(parser: argparse.ArgumentParser) -> None:
 
 
 def limits_from(max_events: str, max_sim_ns: str, timeout: str, max_records: str = str(DEFAULT_MAX_RECORDS)) -> Limits:
-    """The :class:`Limits` the options give; :class:`BudgetError` naming a bad value."""
+    """The :class:`Limits` the options give, its wall clock started now (so ``--timeout`` covers compiling the
+    topology and every ``--device`` run); :class:`BudgetError` naming a bad value. This one object goes to every
+    engine of the run."""
     def number(text: str, option: str, integral: bool) -> float | int | None:
         if str(text).strip().lower() == "none":
             return None
@@ -114,32 +115,35 @@ def limits_from(max_events: str, max_sim_ns: str, timeout: str, max_records: str
     seconds = number(timeout, "--timeout", False)
     if seconds is not None and not budget.MIN_TIMEOUT_S <= seconds <= budget.MAX_TIMEOUT_S:
         raise BudgetError(f"--timeout {str(timeout)[:80]!r} is invalid; {budget.timeout_range()}")
-    return Limits(number(max_events, "--max-events", True), number(max_sim_ns, "--max-sim-ns", False),
-                  seconds, number(max_records, "--max-records", True))
+    return Limits(max_events=number(max_events, "--max-events", True),
+                  max_sim_ns=number(max_sim_ns, "--max-sim-ns", False), timeout_s=seconds,
+                  max_records=number(max_records, "--max-records", True), started=time.monotonic())
 
 
-class _CompileTimeout(BaseException):  # an interrupt, like the watchdog's: no `except Exception` may swallow it
+class _CompileTimeout(BaseException):  # an interrupt, like the engine's alarm: no `except Exception` may swallow it
     """Raised by :func:`compile_deadline`'s alarm wherever compilation is."""
 
 
 @contextmanager
-def compile_deadline(timeout_s: float | None) -> Iterator[None]:
-    """Stop the block (compiling a topology) after ``timeout_s`` wall-clock seconds with a :class:`BudgetError`.
+def compile_deadline(limits: Limits) -> Iterator[None]:
+    """Stop the block (compiling a topology) with a :class:`BudgetError` once ``limits``' wall clock has run out.
 
     The largest valid topology compiles for over a minute, so ``--timeout`` starts before compilation, not when
-    the bench starts. Uses ``SIGALRM`` on the main thread of a POSIX process; elsewhere (or for ``None``) it does
-    nothing and the run's own watchdog still applies."""
+    the bench starts. Uses ``SIGALRM`` on the main thread of a POSIX process; elsewhere (or without a wall-clock
+    limit) it does nothing and the run's engine still enforces the limit."""
     usable = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
-    if timeout_s is None or not usable:
+    deadline = limits.deadline()
+    if deadline is None or not usable:
         yield
         return
+    timeout_s = limits.timeout_s
 
     def expire(signum: int, frame: object) -> None:
         raise _CompileTimeout
 
     previous = signal.signal(signal.SIGALRM, expire)
     try:
-        signal.setitimer(signal.ITIMER_REAL, timeout_s)
+        signal.setitimer(signal.ITIMER_REAL, max(deadline - time.monotonic(), budget.MIN_TIMEOUT_S))
         yield
     except _CompileTimeout:
         raise BudgetError(f"compiling the topology took more than the wall-clock timeout of {timeout_s:g} s "
@@ -148,12 +152,6 @@ def compile_deadline(timeout_s: float | None) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-
-
-def _remaining(limits: Limits, started: float) -> Limits:
-    """``limits`` whose wall clock started at ``started`` (compilation and earlier devices used some of it; the
-    error still names the ``--timeout`` given)."""
-    return limits if limits.timeout_s is None else dataclasses.replace(limits, started=started)
 
 
 def shown_value(value: object) -> str:
@@ -238,12 +236,13 @@ def _print(r: BenchResult, info: BenchInfo | None = None) -> None:
 
 def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_json: bool, trace: str | None,
             params: list[str] | None = None, links: str | None = None, links_top: int = 0,
-            budgets: tuple[str, ...] | None = None, debug: bool = False) -> int:
+            limits: Limits | None = None, debug: bool = False) -> int:
     """Run one bench on one device (or every device); exit 2 when it fails.
 
     ``links`` writes the run's per-link results (:mod:`kernbench.sim.links`); ``links_top`` prints the N busiest
-    links (on stderr with ``as_json``, so stdout stays JSON). ``budgets`` are the ``--max-events``,
-    ``--max-sim-ns``, ``--timeout`` and ``--max-records`` texts; ``debug`` prints a failed bench's traceback.
+    links (on stderr with ``as_json``, so stdout stays JSON). ``limits`` are the run's budgets
+    (:func:`limits_from` the options; default: a :data:`DEFAULT_TIMEOUT_S` wall clock started now), passed as
+    they are to every device's engine; ``debug`` prints a failed bench's traceback.
     Every output path is checked before anything runs.
     """
     registry = discover()
@@ -259,11 +258,11 @@ def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_jso
     outputs = plan_outputs({"--trace": (trace, f"{info.name}.trace.json"), "--links": (links, None)},
                            _inputs(topology))
     out, links_out = outputs.get("--trace"), outputs.get("--links")
-    limits = limits_from(*budgets) if budgets is not None else Limits(timeout_s=DEFAULT_TIMEOUT_S)
+    if limits is None:
+        limits = Limits(timeout_s=DEFAULT_TIMEOUT_S, started=time.monotonic())
     if links_top < 0:
         raise BenchError(f"--links-top {links_top} must be 0 or more")
-    started = time.monotonic()
-    with compile_deadline(limits.timeout_s):  # --timeout covers compiling the topology too
+    with compile_deadline(limits):  # --timeout covers compiling the topology too
         graph = load_graph(topology)
     devices = _devices(device, graph.spec.system.sips.count)
     if (links or links_top) and len(devices) > 1:
@@ -273,7 +272,7 @@ def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_jso
     for d in devices:
         with Progress(f"{info.name} on device {d}") as progress:
             results.append(run_bench(info, graph, d, data=data, params=given, observe=progress.watch,
-                                     limits=_remaining(limits, started)))
+                                     limits=limits))
     if out is not None:
         with replace_atomically(out) as part:
             write_chrome_trace([rec for r in results for rec in r.records], part)

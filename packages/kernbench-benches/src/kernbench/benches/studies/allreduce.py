@@ -41,9 +41,11 @@ from kernbench.benches.studies.base import Field, Point, PointContext, Scalar, S
 from kernbench.benches.studies.graphs import study_graph
 from kernbench.ccl import collective_span_ns
 from kernbench.runtime import DPPolicy, RuntimeContext
+from kernbench.topology.sip_topologies import SHIPPED, TORUS_2D
 
-TOPOLOGIES: tuple[str, ...] = ("6sip_2x3_ring_1d.yaml", "6sip_2x3_torus_2d.yaml", "6sip_2x3_mesh_2d_no_wrap.yaml")
-TORUS = "6sip_2x3_torus_2d.yaml"
+#: The 6-SIP 2×3 file of each shipped SIP topology family (``6sip_2x3_<family>.yaml``).
+TOPOLOGIES: tuple[str, ...] = tuple(f"6sip_2x3_{t.name}.yaml" for t in SHIPPED)
+TORUS = f"6sip_2x3_{TORUS_2D.name}.yaml"
 #: Payloads per PE, bytes: 16 B .. 96 KiB.
 PAYLOADS: tuple[int, ...] = (16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 98304)
 BUFFER_KINDS: tuple[str, ...] = ("tcm", "sram", "hbm")

@@ -28,8 +28,9 @@ exchange phase. An exchange phase over ``n`` ranks with wrap-around runs
 ``n − 1`` each way, a rank forwarding only what still has a rank to reach.
 Step ``s`` costs one (inter-SIP) message plus as many accumulates as the
 busiest rank receives in that step (its two messages land while it works).
-``ring_1d`` is one phase over all ranks; ``torus_2d`` and
-``mesh_2d_no_wrap`` a row phase then a column phase of the SIP grid.
+A row phase then a column phase of the SIP grid, each wrapping around as the
+SIP topology strategy says (``ring_1d`` is one row, so its column phase is
+empty; ``torus_2d`` wraps both, ``mesh_2d_no_wrap`` neither).
 
 Left out, so the measurement may differ: contention between concurrent
 messages on shared links and on the sender's single comm write channel
@@ -43,7 +44,7 @@ import math
 from dataclasses import dataclass
 
 from kernbench.benches.studies.routes import read_route, write_route
-from kernbench.ccl.neighbours import sip_grid
+from kernbench.ccl.neighbours import sip_grid, sip_strategy
 from kernbench.topology import PathRouter, TopologyGraph
 from kernbench.topology import naming as nm
 
@@ -139,18 +140,14 @@ def predict(graph: TopologyGraph, nbytes: int, kind: str) -> AllReduceModel:
     t = _Terms(graph, kind)
     spec = graph.spec
     world = spec.system.sips.count
-    topo = spec.system.sips.topology
+    topo = sip_strategy(spec.system.sips.topology)
     k_row = max((t.w - 1) // 2, t.w - 1 - (t.w - 1) // 2)
     k_col = max((t.h - 1) // 2, t.h - 1 - (t.h - 1) // 2)
     phases: list[list[int]] = []
     copies = 0
     if world > 1:
         rows, cols = sip_grid(spec, world, topo)
-        if topo == "ring_1d":
-            phases = [exchange_steps(world, True)]
-        else:
-            wrap = topo == "torus_2d"
-            phases = [exchange_steps(cols, wrap), exchange_steps(rows, wrap)]
+        phases = [exchange_steps(n, wrap) for n, wrap in topo.exchange_lines(rows, cols)]
         copies = sum(1 for p in phases if p)
     inter_msgs = sum(len(p) for p in phases)
     inter_accs = sum(sum(p) for p in phases)

@@ -15,9 +15,10 @@ shard ends up holding the elementwise sum of all shards of all ranks.
    for ``floor((n-1)/2)``, forwarding what it received the step before, so
    every rank receives every other rank's vector exactly once. A line
    without wrap-around streams east and west for up to ``n - 1`` steps, each
-   rank forwarding only what still has a rank to reach. ``ring_1d`` is one
-   ring of all ranks; ``torus_2d`` and ``mesh_2d_no_wrap`` run the exchange
-   along the grid's rows and then along its columns (on the row sums).
+   rank forwarding only what still has a rank to reach. The exchange runs
+   along the rows of the SIP topology's grid and then along its columns (on
+   the row sums), each wrapping around when the strategy says so: a ring is
+   one row of all ranks, a torus wraps both ways, a mesh neither.
 4. **Broadcast.** The root cube sends the total back along the column, then
    every root-column cube along its row, each forwarding outwards.
 
@@ -25,23 +26,38 @@ A mesh of one cube skips phases 1, 2 and 4. Sends never block here (each
 direction carries at most one message per step and its receiver consumes it
 within the step), so the order "send, then receive" cannot deadlock.
 
-Module contract (``kernbench.ccl``'s backend): ``kernel``, ``kernel_args``
-and ``TOPO_NAME_TO_KIND``.
+Module contract (``kernbench.ccl``'s backend, :mod:`kernbench.ccl.launch_spec`):
+``launch_spec(call) -> LaunchSpec`` and ``supports_sip_topology(strategy)``.
 """
 
 from __future__ import annotations
 
-SIP_TOPO_RING = 0
-SIP_TOPO_TORUS = 1
-SIP_TOPO_MESH = 2
+from kernbench.ccl.launch_spec import CollectiveCall, LaunchSpec
+from kernbench.topology.sip_topologies import SipTopology
 
-#: topology.yaml's ``system.sips.topology`` -> the kind passed to the kernel.
-TOPO_NAME_TO_KIND = {"ring_1d": SIP_TOPO_RING, "torus_2d": SIP_TOPO_TORUS, "mesh_2d_no_wrap": SIP_TOPO_MESH}
+#: the kernel's ``sip_wrap`` scalar: bit 0 set when E/W wrap around along a row of the SIP grid, bit 1 when N/S
+#: wrap along a column (derived from the SIP topology strategy by :func:`sip_wrap`)
+WRAP_ROWS = 1
+WRAP_COLS = 2
+COLLECTIVES = ("all_reduce",)
 
 
-def kernel_args(world_size: int, n_elem: int, *, cube_w: int = 4, cube_h: int = 4) -> tuple:
-    """The kernel's positional arguments after the tensor: ``(n_elem, cube_w, cube_h, n_sips)``."""
-    return (n_elem, cube_w, cube_h, world_size)
+def sip_wrap(topology: SipTopology) -> int:
+    """The kernel's integer for a SIP topology strategy: its wrap-around, as bits."""
+    return (WRAP_ROWS if topology.wrap_rows else 0) | (WRAP_COLS if topology.wrap_cols else 0)
+
+
+def supports_sip_topology(topology: SipTopology) -> bool:
+    """Every grid strategy: the exchange only needs the grid and whether each axis wraps around."""
+    return isinstance(topology, SipTopology)
+
+
+def launch_spec(call: CollectiveCall) -> LaunchSpec:
+    """The all-reduce kernel with its arguments, by name, for one rank."""
+    rows, cols = call.sip_grid
+    return LaunchSpec(lrab_hierarchical_allreduce, tensor="t", kwargs={
+        "n_elem": call.n_elem, "cube_w": call.cube_w, "cube_h": call.cube_h, "n_sips": call.world_size,
+        "sip_rank": call.rank, "sip_wrap": sip_wrap(call.sip_topology), "sip_topo_w": cols, "sip_topo_h": rows})
 
 
 def _accumulate(tl, acc, buf) -> None:
@@ -122,11 +138,13 @@ def _exchange(tl, acc, bufs, pos: int, n: int, wrap: bool, east: str, west: str)
 
 
 def lrab_hierarchical_allreduce(tl, t, n_elem: int, cube_w: int, cube_h: int, n_sips: int, sip_rank: int,
-                                sip_topo_kind: int, sip_topo_w: int, sip_topo_h: int) -> None:
-    """All-reduce (sum) of this PE's shard ``t`` of ``n_elem`` values with every other shard of every rank."""
-    if sip_topo_kind not in TOPO_NAME_TO_KIND.values():
-        raise ValueError(f"unsupported SIP topology kind {sip_topo_kind}; pass one of {TOPO_NAME_TO_KIND} "
-                         f"(the backend maps system.sips.topology through TOPO_NAME_TO_KIND)")
+                                sip_wrap: int, sip_topo_w: int, sip_topo_h: int) -> None:
+    """All-reduce (sum) of this PE's shard ``t`` of ``n_elem`` values with every other shard of every rank,
+    ``n_sips`` ranks on a ``sip_topo_h x sip_topo_w`` grid whose wrap-around ``sip_wrap`` encodes
+    (:data:`WRAP_ROWS`, :data:`WRAP_COLS`)."""
+    if sip_wrap not in range(4) or isinstance(sip_wrap, bool):
+        raise ValueError(f"sip_wrap must be 0..3 (bit 0: rows wrap, bit 1: columns wrap), got {sip_wrap!r}; "
+                         f"derive it with sip_wrap(strategy)")
     cube = tl.program_id(axis=1)
     cx, cy = cube % cube_w, cube // cube_w
     rx, ry = (cube_w - 1) // 2, (cube_h - 1) // 2
@@ -137,13 +155,9 @@ def lrab_hierarchical_allreduce(tl, t, n_elem: int, cube_w: int, cube_h: int, n_
         _reduce_line(tl, acc, buf, cy, cube_h, ry, "S", "N")
     if (cx, cy) == (rx, ry) and n_sips > 1:
         bufs = [tl.zeros(acc.shape, acc.dtype) for _ in range(3)]
-        if sip_topo_kind == SIP_TOPO_RING:
-            _exchange(tl, acc, bufs, sip_rank, n_sips, True, "global_E", "global_W")
-        else:
-            wrap = sip_topo_kind == SIP_TOPO_TORUS
-            row, col = divmod(sip_rank, sip_topo_w)
-            _exchange(tl, acc, bufs, col, sip_topo_w, wrap, "global_E", "global_W")
-            _exchange(tl, acc, bufs, row, sip_topo_h, wrap, "global_S", "global_N")
+        row, col = divmod(sip_rank, sip_topo_w)
+        _exchange(tl, acc, bufs, col, sip_topo_w, bool(sip_wrap & WRAP_ROWS), "global_E", "global_W")
+        _exchange(tl, acc, bufs, row, sip_topo_h, bool(sip_wrap & WRAP_COLS), "global_S", "global_N")
     if cx == rx:
         _broadcast_line(tl, acc, cy, cube_h, ry, "S", "N")
     _broadcast_line(tl, acc, cx, cube_w, rx, "E", "W")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kernbench.sim.component import Component
+from kernbench.sim.protocol import Engine
 from kernbench.topology import naming as nm
 
 
@@ -11,7 +12,7 @@ class PeBlock(Component):
 
     __slots__ = ("_blocks",)
 
-    def __init__(self, engine, node) -> None:
+    def __init__(self, engine: Engine, node) -> None:
         super().__init__(engine, node)
         self._blocks: dict[str, Component] = {}
 

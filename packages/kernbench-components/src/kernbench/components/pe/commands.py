@@ -3,7 +3,7 @@
 A command carries what the engines need for timing (bytes, tiles, elements)
 and, for data mode, a ``compute`` callable that applies the operation's
 numeric effect to the memory store when the command completes. ``done`` is
-the SimPy event the issuing kernel waits on.
+the :class:`~kernbench.sim.protocol.Completion` the issuing kernel waits on.
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import simpy
-
 from kernbench.sim.memory_store import MemoryStore
+from kernbench.sim.protocol import Completion
 from kernbench.topology.errors import KernbenchError
 
 Compute = Callable[[MemoryStore], None]
@@ -56,7 +55,7 @@ class DmaCmd:
     src: int
     dst: int
     nbytes: int
-    done: simpy.Event = field(repr=False, compare=False)
+    done: Completion = field(repr=False, compare=False)
     copy_data: bool = True
     row_bytes: int = 0
     src_pitch: int = 0
@@ -115,7 +114,7 @@ class ComputeCmd:
     fetch_bytes: int
     store_bytes: int
     work: int
-    done: simpy.Event = field(repr=False, compare=False)
+    done: Completion = field(repr=False, compare=False)
     compute: Compute | None = field(default=None, repr=False, compare=False)
     params: dict = field(default_factory=dict, repr=False, compare=False)
     operands: int = 1
@@ -132,7 +131,7 @@ class CyclesCmd:
     """Keep the PE_CPU busy for ``cycles`` clock cycles (``tl.cycles``)."""
 
     cycles: int
-    done: simpy.Event = field(repr=False, compare=False)
+    done: Completion = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,8 +145,8 @@ class IpcqSendCmd:
     direction: str
     src: int
     nbytes: int
-    done: simpy.Event = field(repr=False, compare=False)
-    delivered: simpy.Event = field(repr=False, compare=False)
+    done: Completion = field(repr=False, compare=False)
+    delivered: Completion = field(repr=False, compare=False)
 
     @property
     def logical_bytes(self) -> int:
@@ -165,7 +164,7 @@ class IpcqRecvCmd:
     direction: str
     dst: int
     nbytes: int
-    done: simpy.Event = field(repr=False, compare=False)
+    done: Completion = field(repr=False, compare=False)
     consume: bool = True
 
     @property

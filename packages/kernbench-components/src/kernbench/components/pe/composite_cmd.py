@@ -32,10 +32,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import simpy
-
 from kernbench.components.pe.commands import ENUM, FRAMING, HANDLE, LENGTH, OPCODE, extra_bytes
 from kernbench.components.pe.operand import Operand
+from kernbench.sim.protocol import Completion
 
 SCOPES = ("kernel", "k_tile", "output_tile")
 
@@ -63,7 +62,7 @@ class CompositeCmd:
 
     ops: tuple[OpSpec, ...]
     rw_handles: tuple[Operand, ...]
-    done: simpy.Event = field(repr=False, compare=False)
+    done: Completion = field(repr=False, compare=False)
 
     @property
     def logical_bytes(self) -> int:

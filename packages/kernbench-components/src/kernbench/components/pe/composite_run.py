@@ -108,7 +108,7 @@ class CompositeRun:
                 operand, src = self.pipe.a, self.pipe.a.block_addr(r0, k0)
             else:
                 operand, src = self.pipe.b, self.pipe.b.block_addr(k0, c0)
-            ev = self.eng.env.event()
+            ev = self.eng.completion()
             pending.append(ev)
             row, pitch = operand.row_layout(step.cols)
             buf = self.staging[step.operand][i & 1]
@@ -124,7 +124,7 @@ class CompositeRun:
                     self.eng.at(self.fetch_done[i], lambda _: self._read(i + 2))
 
         for ev in pending:
-            ev.callbacks.append(landed)
+            ev.then(landed)
 
     def _compute(self, i: int, t_ready: float) -> None:
         tile = self.tiles[i]
@@ -167,8 +167,8 @@ class CompositeRun:
         return self.sched.stages.math(t, elements, "math", {"tile": i, "op": op, "elements": elements})[1]
 
     def _write(self, dst: int, nbytes: int, cols: int, o: int) -> None:
-        ev = self.eng.env.event()
-        ev.callbacks.append(lambda _: self._output_done(self.eng.now))
+        ev = self.eng.completion()
+        ev.then(lambda _: self._output_done(self.eng.now))
         row, pitch = self.pipe.out.row_layout(cols)
         self.sched.block("pe_dma").enqueue(DmaWriteCmd(self.staging["c"][o & 1], dst, nbytes, ev, copy_data=False,
                                                        row_bytes=row, src_pitch=row, dst_pitch=pitch),

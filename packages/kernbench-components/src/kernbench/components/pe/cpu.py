@@ -7,8 +7,8 @@ kernel receives as its first argument (``tl``). The default registry binds
 ``kernbench.tl``'s :meth:`~kernbench.tl.context.TLContext.for_pe`.
 
 Each blocking kernel call switches from the kernel's greenlet back to the
-simulator with the SimPy event it waits for; when the event fires the
-kernel is resumed with its value. Issuing a command occupies the PE_CPU for
+simulator with the :class:`~kernbench.sim.protocol.Completion` it waits for;
+when it fires the kernel is resumed with its value. Issuing a command occupies the PE_CPU for
 its dispatch cost (commands are issued one at a time, ADR 0013).
 """
 
@@ -23,6 +23,8 @@ from greenlet import greenlet
 from kernbench.components.launch import LaunchReport, PeLaunch, PeReport
 from kernbench.components.pe.block import PeBlock
 from kernbench.components.pe.commands import CyclesCmd
+from kernbench.sim.protocol import Completion, Engine
+from kernbench.topology import block_params
 from kernbench.topology import naming as nm
 from kernbench.topology.address import decode
 
@@ -62,9 +64,9 @@ class KernelSlot:
         """The simulated time now."""
         return self.cpu.engine.now
 
-    def event(self):
-        """A fresh completion event."""
-        return self.cpu.engine.env.event()
+    def event(self) -> Completion:
+        """A fresh completion."""
+        return self.cpu.engine.completion()
 
     def issue(self, cmd: object) -> None:
         """Dispatch ``cmd`` through this PE_CPU (dispatch cost, then the scheduler)."""
@@ -91,10 +93,12 @@ class KernelSlot:
 class PeCpu(PeBlock):
     """The PE's control CPU: kernel host, command issuer."""
 
+    PARAMS = block_params.PE_CPU  # the parameters its node carries (kernbench.topology.block_params)
+
     __slots__ = ("busy_ns", "clock_ghz", "count", "current", "fixed_cycles", "free_at", "language",
                  "prefix", "queued", "r_cycles_per_byte", "running", "scheduler")
 
-    def __init__(self, engine, node, language: KernelLanguage) -> None:
+    def __init__(self, engine: Engine, node, language: KernelLanguage) -> None:
         super().__init__(engine, node)
         self.language = language
         a = node.attrs
@@ -173,10 +177,10 @@ class PeCpu(PeBlock):
             return
         if slot.glet.dead:
             self._kernel_returned(slot)
-        elif ev.callbacks is None:  # already processed
+        elif ev.processed:
             self.engine.at(self.engine.now, lambda v: self._drive(slot, v), ev.value)
         else:
-            ev.callbacks.append(lambda e: self._drive(slot, e._value))
+            ev.then(lambda e: self._drive(slot, e.value))
 
     def blocked(self) -> str | None:
         """The running kernel and the command it waits for, when one is running."""
@@ -199,7 +203,7 @@ class PeCpu(PeBlock):
         events = slot.context.pending_events
         pending = [e for e in events if not e.processed]
         if pending:
-            pending[0].callbacks.append(lambda e: self._kernel_returned(slot, error))
+            pending[0].then(lambda e: self._kernel_returned(slot, error))
             return
         if error is None:  # an asynchronous command nobody waited for may have failed (e.g. a receive)
             failed = next((e.value for e in events if isinstance(e.value, Exception)), None)

@@ -19,6 +19,8 @@ from collections import deque
 from kernbench.components.pe.commands import VIRTUAL_CHANNELS, DmaReadCmd, DmaWriteCmd
 from kernbench.components.requester import Requester
 from kernbench.sim.fabric import Transfer
+from kernbench.sim.protocol import Engine
+from kernbench.topology import block_params
 from kernbench.topology import naming as nm
 from kernbench.topology.address import decode
 
@@ -28,9 +30,11 @@ class PeDma(Requester):
     role of the probe's direct DMA messages (same-cube targets travel the cube mesh only; other cubes cross
     UCIe; other SIPs go out through the IO chiplet, PCIe and the tray switch)."""
 
+    PARAMS = block_params.PE_DMA  # the parameters its node carries (kernbench.topology.block_params)
+
     __slots__ = ("busy", "busy_ns", "capacity", "count", "queues", "tcm_id")
 
-    def __init__(self, engine, node) -> None:
+    def __init__(self, engine: Engine, node) -> None:
         super().__init__(engine, node)
         per_direction = {"read": node.attrs["read_channels"], "write": node.attrs["write_channels"]}
         keys = [(d, vc) for d in per_direction for vc in VIRTUAL_CHANNELS]

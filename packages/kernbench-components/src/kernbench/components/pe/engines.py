@@ -20,6 +20,8 @@ import math
 from kernbench.components.pe.tcm import PeTcm
 from kernbench.components.tiling import gemm_tile_ns
 from kernbench.sim.component import Component
+from kernbench.sim.protocol import Engine
+from kernbench.topology import block_params
 
 
 class Server(Component):
@@ -27,7 +29,7 @@ class Server(Component):
 
     __slots__ = ("busy_ns", "count", "free_at")
 
-    def __init__(self, engine, node) -> None:
+    def __init__(self, engine: Engine, node) -> None:
         super().__init__(engine, node)
         self.free_at = 0.0
         self.busy_ns = 0.0
@@ -50,9 +52,11 @@ class PeFetchStore(Server):
     channels they use: a STORE never holds up the next FETCH.
     """
 
+    PARAMS = block_params.PE_FETCH_STORE  # the parameters its node carries (kernbench.topology.block_params)
+
     __slots__ = ("store_free",)
 
-    def __init__(self, engine, node) -> None:
+    def __init__(self, engine: Engine, node) -> None:
         super().__init__(engine, node)
         self.store_free = 0.0
 
@@ -78,9 +82,11 @@ class PeFetchStore(Server):
 class PeGemm(Server):
     """The matrix engine: one full tile per ``tile_ns``, however much of the tile is used."""
 
+    PARAMS = block_params.PE_GEMM  # the parameters its node carries (kernbench.topology.block_params)
+
     __slots__ = ("tile_ns",)
 
-    def __init__(self, engine, node) -> None:
+    def __init__(self, engine: Engine, node) -> None:
         super().__init__(engine, node)
         a = node.attrs
         self.tile_ns = gemm_tile_ns(a["peak_tflops"], (a["tile_m"], a["tile_n"], a["tile_k"]))
@@ -89,9 +95,11 @@ class PeGemm(Server):
 class PeMath(Server):
     """The vector engine: ``lanes`` elements per PE clock cycle."""
 
+    PARAMS = block_params.PE_MATH  # the parameters its node carries (kernbench.topology.block_params)
+
     __slots__ = ("lanes", "ns_per_step")
 
-    def __init__(self, engine, node) -> None:
+    def __init__(self, engine: Engine, node) -> None:
         super().__init__(engine, node)
         self.lanes = node.attrs["lanes"]
         self.ns_per_step = 1.0 / node.attrs["clock_ghz"]

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 
 from kernbench.components.pe.commands import DmaReadCmd, DmaWriteCmd, IpcqRecvCmd, IpcqSendCmd
 from kernbench.sim.component import Component
+from kernbench.sim.protocol import Engine
+from kernbench.topology import block_params
 from kernbench.topology import naming as nm
 from kernbench.topology.errors import KernbenchError
 
@@ -85,10 +87,12 @@ def peer_name(peer: tuple[int, int, int]) -> str:
 class PeIpcq(Component):
     """The PE's collective endpoint: per-direction receive rings, send credits and the neighbour table."""
 
+    PARAMS = block_params.PE_IPCQ  # the parameters its node carries (kernbench.topology.block_params)
+
     __slots__ = ("arrived", "buffer_kind", "depth", "free_slots", "links", "rx", "rx_next", "slot_bytes", "tx_seq",
                  "tx_waiting", "waiters")
 
-    def __init__(self, engine, node) -> None:
+    def __init__(self, engine: Engine, node) -> None:
         super().__init__(engine, node)
         self.depth = node.attrs["depth"]
         self.slot_bytes = node.attrs["slot_bytes"]
@@ -153,7 +157,7 @@ class PeIpcq(Component):
         tcm = eng.components[nm.sibling(self.id, "pe_tcm")]
         t0 = eng.now
         t_staged = max(tcm.read(t0, cmd.nbytes)[1], tcm.write(t0, cmd.nbytes)[1])
-        landed = eng.env.event()
+        landed = eng.completion()
 
         def delivered(_ev) -> None:
             if mem is not None:
@@ -163,7 +167,7 @@ class PeIpcq(Component):
             peer.arrive(back, _Message(seq, slot, cmd.nbytes, self.id))
             cmd.delivered.succeed(None)
 
-        landed.callbacks.append(delivered)
+        landed.then(delivered)
         dma = nm.sibling(self.id, "pe_dma")
         write = DmaWriteCmd(cmd.src, dst, cmd.nbytes, landed, copy_data=False, vc="comm")
         eng.send_control(request, (self.id, dma), write, t_start=t_staged, apply_source_overhead=False)
@@ -212,7 +216,7 @@ class PeIpcq(Component):
             cmd.done.succeed(None)
             return
         t0 = eng.now
-        copied = eng.env.event()
+        copied = eng.completion()
 
         def done(_ev) -> None:
             eng.oplog.record(t0, eng.now, self.id, "memory", "ipcq_copy",
@@ -220,7 +224,7 @@ class PeIpcq(Component):
             self._free(d, msg, request)
             cmd.done.succeed(None)
 
-        copied.callbacks.append(done)
+        copied.then(done)
         dma = nm.sibling(self.id, "pe_dma")
         eng.send_control(request, (self.id, dma), DmaReadCmd(src, cmd.dst, cmd.nbytes, copied, vc="comm"),
                          apply_source_overhead=False)

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from kernbench.sim.component import Component
 from kernbench.sim.errors import MessageError
 from kernbench.sim.messages import MessageKind
+from kernbench.sim.protocol import Engine
+from kernbench.topology import block_params
 from kernbench.topology import naming as nm
 from kernbench.topology.errors import KernbenchError
 
@@ -47,9 +49,11 @@ class MmuMapMsg:
 class PeMmu(Component):
     """Interval translation table of one PE."""
 
+    PARAMS = block_params.PE_MMU  # the parameters its node carries (kernbench.topology.block_params)
+
     __slots__ = ("his", "los", "pas", "translate_ns")
 
-    def __init__(self, engine, node) -> None:
+    def __init__(self, engine: Engine, node) -> None:
         super().__init__(engine, node)
         self.translate_ns = node.attrs["translate_ns"]
         self.los: list[int] = []
@@ -129,7 +133,7 @@ class PeMmu(Component):
         return first
 
 
-def _start_map(engine, req) -> None:
+def _start_map(engine: Engine, req) -> None:
     """Send the mappings from the host to the PE's MMU as one control message."""
     msg: MmuMapMsg = req.msg
     if not msg.entries:
@@ -142,7 +146,7 @@ def _start_map(engine, req) -> None:
     engine.send_control(req, path, msg)
 
 
-def _complete_map(engine, req) -> None:
+def _complete_map(engine: Engine, req) -> None:
     engine.oplog.record(req.t_submit, req.t_end, req.source, "control", "mmu_map",
                         {"corr_id": req.corr_id, "entries": len(req.msg.entries)})
 

@@ -24,6 +24,8 @@ from kernbench.components.pe.composite_cmd import CompositeCmd, overlaps
 from kernbench.components.pe.composite_plan import split
 from kernbench.components.pe.composite_run import CompositeRun
 from kernbench.components.pe.stages import Stages
+from kernbench.sim.protocol import Engine
+from kernbench.topology import block_params
 from kernbench.topology import naming as nm
 from kernbench.topology.tcm_layout import STAGING_OPERANDS, TcmLayout
 
@@ -38,9 +40,11 @@ class PeScheduler(PeBlock):
     byte ranges of the commands' operands, outputs and read-write handles.
     """
 
+    PARAMS = block_params.PE_SCHEDULER  # the parameters its node carries (kernbench.topology.block_params)
+
     __slots__ = ("_stages", "admit_queue", "inflight", "staging", "tile")
 
-    def __init__(self, engine, node) -> None:
+    def __init__(self, engine: Engine, node) -> None:
         super().__init__(engine, node)
         a = node.attrs
         self.tile = (a["tile_m"], a["tile_n"], a["tile_k"])

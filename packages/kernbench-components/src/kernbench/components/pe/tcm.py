@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from kernbench.sim.component import Component
 from kernbench.sim.fabric import Packet
+from kernbench.sim.protocol import Engine
+from kernbench.topology import block_params
 
 
 class PeTcm(Component):
@@ -22,9 +24,11 @@ class PeTcm(Component):
     channel) and serves remote reads (read channel).
     """
 
+    PARAMS = block_params.PE_TCM  # the parameters its node carries (kernbench.topology.block_params)
+
     __slots__ = ("read_bw", "read_free", "write_bw", "write_free")
 
-    def __init__(self, engine, node) -> None:
+    def __init__(self, engine: Engine, node) -> None:
         super().__init__(engine, node)
         self.read_bw, self.write_bw = node.attrs["read_bw_gbs"], node.attrs["write_bw_gbs"]
         self.read_free = self.write_free = 0.0

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from kernbench.benches.studies.figures.common import COLORS, FigureSpec, kib, new_figure
+from kernbench.benches.studies.figures.common import COLORS, TOPOLOGY_ORDER, FigureSpec, kib, new_figure, topology_color
 from kernbench.benches.studies.results import select
+from kernbench.topology.sip_topologies import TORUS_2D
 
 COMMAND = "kernbench study allreduce"
-TOPOLOGY_ORDER = ("ring_1d", "torus_2d", "mesh_2d_no_wrap")
 KINDS = ("tcm", "sram", "hbm")
 
 
@@ -30,12 +30,13 @@ def _log_latency(ax) -> None:
 def _curves(ax, rx, groups: list[tuple[str, list[dict]]], base: list[dict] | None) -> None:
     for name, rows in groups:
         b = [r["bytes_per_pe"] for r in rows]
-        ax.plot(b, [r["allreduce_ns"] / 1e3 for r in rows], "o-", color=COLORS[name], markersize=3, label=name)
-        ax.plot(b, [r["model_ns"] / 1e3 for r in rows], "--", color=COLORS[name], linewidth=1.0,
+        color = topology_color(name)
+        ax.plot(b, [r["allreduce_ns"] / 1e3 for r in rows], "o-", color=color, markersize=3, label=name)
+        ax.plot(b, [r["model_ns"] / 1e3 for r in rows], "--", color=color, linewidth=1.0,
                 label=f"{name} α–β model")
         if base is not None:
             rx.plot(b, [r["allreduce_ns"] / x["allreduce_ns"] for r, x in zip(rows, base, strict=True)], "o-",
-                    color=COLORS[name], markersize=3, label=name)
+                    color=color, markersize=3, label=name)
 
 
 def draw_topologies(doc: dict):
@@ -45,7 +46,7 @@ def draw_topologies(doc: dict):
         rows = select(doc, panel="topology", sip_topology=topo)
         if rows:
             groups.append((topo, rows))
-    base = next(rows for name, rows in groups if name == "torus_2d")
+    base = next(rows for name, rows in groups if name == TORUS_2D.name)
     fig, (ax, rx) = new_figure(6.4, 2.9, ncols=2, gridspec_kw={"width_ratios": [3, 2]})
     _curves(ax, rx, groups, base)
     payloads = [r["bytes_per_pe"] for r in base]
@@ -55,7 +56,7 @@ def draw_topologies(doc: dict):
     ax.set_title("(a) six SIPs, TCM receive rings", loc="left")
     ax.legend(ncols=1, loc="upper left", frameon=False, fontsize=6.5)
     rx.set_ylabel("latency / torus latency (ratio)")
-    rx.set_title("(b) relative to torus_2d", loc="left")
+    rx.set_title(f"(b) relative to {TORUS_2D.name}", loc="left")
     fig.tight_layout()
     return fig
 
@@ -72,7 +73,7 @@ def draw_buffer_kinds(doc: dict):
     for a in (ax, rx):
         _payload_axis(a, payloads)
     _log_latency(ax)
-    ax.set_title("(a) torus_2d, receive rings by memory", loc="left")
+    ax.set_title(f"(a) {TORUS_2D.name}, receive rings by memory", loc="left")
     ax.legend(ncols=1, loc="upper left", frameon=False, fontsize=6.5)
     rx.set_ylabel(f"latency / {groups[0][0]} latency (ratio)")
     rx.set_title(f"(b) relative to {groups[0][0]}", loc="left")
@@ -96,7 +97,7 @@ def draw_sensitivity(doc: dict):
                 label=f"{k} α–β model")
     ax.set_xlabel("HBM pseudo-channel bandwidth (GB/s)")
     ax.set_ylabel("all-reduce latency (µs)")
-    ax.set_title(f"torus_2d, {kib(payload or 0)} per PE", loc="left")
+    ax.set_title(f"{TORUS_2D.name}, {kib(payload or 0)} per PE", loc="left")
     ax.legend(ncols=3, loc="upper right", frameon=False, fontsize=6.5)
     return fig
 

@@ -28,11 +28,12 @@ from kernbench.benches.studies.graphs import study_graph
 from kernbench.benches.studies.results import one
 from kernbench.topology import TopologyGraph
 from kernbench.topology.heatmap import render_heatmap
+from kernbench.topology.sip_topologies import SHIPPED
 
 COMMAND = "kernbench study allreduce"
 SCOPE = "system"
-#: SIP topology -> figure tag (letters only: the report names each figure's macro after it).
-TAGS = {"ring_1d": "ring", "torus_2d": "torus", "mesh_2d_no_wrap": "mesh"}
+#: SIP topology -> figure tag (the strategy's label, letters only: the report names each figure's macro after it).
+TAGS = {t.name: t.label for t in SHIPPED}
 #: Resolution of the rasterised link layer (a whole tray has more than 3,000 links), dots per inch.
 DPI = 200
 

@@ -21,14 +21,27 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 
+from kernbench.topology.sip_topologies import MESH_2D_NO_WRAP, RING_1D, SHIPPED, TORUS_2D
+
 FORMATS = ("svg", "pdf")
 #: One colour per series name, fixed so a variant keeps its colour in every figure.
 COLORS = {
     "ref_ref": "#d95f02", "load_ref": "#7570b3", "load_load": "#1b9e77",
-    "ring_1d": "#e7298a", "torus_2d": "#1b9e77", "mesh_2d_no_wrap": "#7570b3",
+    RING_1D.name: "#e7298a", TORUS_2D.name: "#1b9e77", MESH_2D_NO_WRAP.name: "#7570b3",
     "tcm": "#1b9e77", "sram": "#d95f02", "hbm": "#7570b3",
     "DMA_READ": "#66a61e", "FETCH": "#e6ab02", "GEMM": "#1f78b4", "STORE": "#a6761d", "DMA_WRITE": "#666666",
 }
+#: The colour of a SIP topology family no entry of COLORS names (a registered family beyond the shipped ones).
+OTHER_TOPOLOGY_COLOR = "#666666"
+#: The shipped SIP topology families, in the order figures and tables show them.
+TOPOLOGY_ORDER = tuple(t.name for t in SHIPPED)
+
+
+def topology_color(name: str) -> str:
+    """The colour of SIP topology family ``name`` (a fixed grey for families without one)."""
+    return COLORS.get(name, OTHER_TOPOLOGY_COLOR)
+
+
 STYLE = {
     "svg.hashsalt": "kernbench",
     "svg.fonttype": "path",

@@ -7,15 +7,15 @@ from pathlib import Path
 
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from kernbench.benches.studies.figures.common import COLORS, FigureSpec, new_figure
+from kernbench.benches.studies.figures.common import FigureSpec, new_figure, topology_color
 from kernbench.benches.studies.graphs import study_graph
 from kernbench.ccl.neighbours import inter_sip
 from kernbench.topology import TopologyGraph
+from kernbench.topology.sip_topologies import SHIPPED
 
 COMMAND = "kernbench report"
 DEFAULT = "topology.yaml"
-SIP_FILES = (("ring_1d", "6sip_2x3_ring_1d.yaml"), ("torus_2d", "6sip_2x3_torus_2d.yaml"),
-             ("mesh_2d_no_wrap", "6sip_2x3_mesh_2d_no_wrap.yaml"))
+SIP_FILES = tuple((t.name, f"6sip_2x3_{t.name}.yaml") for t in SHIPPED)
 KIND_COLORS = {"cube": "#d9e7f5", "io": "#f5e3c8", "router": "#e0e0e0", "pe": "#cfe8cf", "hbm_ctrl": "#e8d5f0",
                "sram": "#f7d4c4", "m_cpu": "#f0ecc0", "ucie_phy": "#c8e6ef"}
 
@@ -87,7 +87,7 @@ def draw_sip_topologies(topology_dir: Path):
                 drawn.add(pair)
                 (x0, y0), (x1, y1) = xy[pair[0]], xy[pair[1]]
                 adjacent = abs(x0 - x1) + abs(y0 - y1) == 1
-                ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-", color=COLORS[name],
+                ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-", color=topology_color(name),
                                              linewidth=1.4, connectionstyle="arc3" if adjacent else "arc3,rad=0.35",
                                              shrinkA=9, shrinkB=9))
         for r, (x, y) in xy.items():

@@ -14,9 +14,11 @@ from kernbench.benches.studies.allreduce_links import LinkRow
 from kernbench.benches.studies.report.numbers import Numbers, fixed, sig
 from kernbench.benches.studies.report.tables import TableData
 from kernbench.benches.studies.results import one
+from kernbench.topology.sip_topologies import MESH_2D_NO_WRAP, SHIPPED
 
 SRC = "out/studies/allreduce/results.json"
-TOPOLOGIES = {"ring_1d": "Ring", "torus_2d": "Torus", "mesh_2d_no_wrap": "Mesh"}
+#: SIP topology -> the tag in macro names (its strategy's label, capitalised: Ring, Torus, Mesh)
+TOPOLOGIES = {t.name: t.label.capitalize() for t in SHIPPED}
 #: Busy share of the run window from which the report calls a link's load a bound on the all-reduce.
 SATURATED = 0.5
 
@@ -86,12 +88,12 @@ def generate(doc: dict, nums: Numbers) -> dict[str, str]:
     else:
         claims["kbClaimArLinksSaturation"] = ("that link is busy for a large part of the run, so link bandwidth, not "
                                               "only the number of steps, bounds this all-reduce")
-    mesh = pcie_bytes(points["mesh_2d_no_wrap"][1])
+    mesh = pcie_bytes(points[MESH_2D_NO_WRAP.name][1])
     if len(set(mesh)) <= 1:
         claims["kbClaimArLinksMeshSpread"] = "every SIP's PCIe link carries the same bytes in the mesh too"
     else:
-        nums.text("kbArLinksMeshTopSenders", _pcie_senders(points["mesh_2d_no_wrap"][1]),
-                  f"{SRC}: links, mesh_2d_no_wrap: the SIPs whose PCIe link up to the switch carried the most")
+        nums.text("kbArLinksMeshTopSenders", _pcie_senders(points[MESH_2D_NO_WRAP.name][1]),
+                  f"{SRC}: links, {MESH_2D_NO_WRAP.name}: the SIPs whose PCIe link up to the switch carried the most")
         claims["kbClaimArLinksMeshSpread"] = (r"in the mesh the load is uneven: SIPs \kbArLinksMeshTopSenders{} send "
                                               r"the most, \kbArLinksMeshPcieMax{} each")
     return claims

@@ -6,8 +6,10 @@ from kernbench.benches.studies.report import allreduce_links_tex
 from kernbench.benches.studies.report.numbers import Numbers, fixed, sig
 from kernbench.benches.studies.report.tables import TableData
 from kernbench.benches.studies.results import select
+from kernbench.topology.sip_topologies import MESH_2D_NO_WRAP, RING_1D, SHIPPED, TORUS_2D
 
-TOPOLOGIES = {"ring_1d": "Ring", "torus_2d": "Torus", "mesh_2d_no_wrap": "Mesh"}
+#: SIP topology -> the tag in macro names (its strategy's label, capitalised: Ring, Torus, Mesh)
+TOPOLOGIES = {t.name: t.label.capitalize() for t in SHIPPED}
 KINDS = {"tcm": "Tcm", "sram": "Sram", "hbm": "Hbm"}
 #: The earlier report's all-reduce figures (../shared/seeds/extracted/docs/report/1H-codesign-paper/sections/
 #: 04-allreduce.tex), typeset by tex/reference/seed-claims.tex: torus latency at its largest payload (ns), how
@@ -27,11 +29,11 @@ def generate(doc: dict, nums: Numbers) -> tuple[dict[str, str], dict[str, str]]:
     topo = {t: select(doc, panel="topology", sip_topology=t) for t in TOPOLOGIES}
     kinds = {k: select(doc, panel="buffer_kind", buffer_kind=k) for k in KINDS}
     sens = {k: select(doc, panel="sensitivity", buffer_kind=k) for k in KINDS}
-    payloads = [r["bytes_per_pe"] for r in topo["torus_2d"]]
+    payloads = [r["bytes_per_pe"] for r in topo[TORUS_2D.name]]
     nums.count("kbArPayloads", len(payloads), f"{src}: payloads per topology")
     nums.text("kbArPayloadMin", _size(payloads[0]), f"{src}: smallest bytes_per_pe")
     nums.text("kbArPayloadMax", _size(payloads[-1]), f"{src}: largest bytes_per_pe")
-    nums.count("kbArSips", topo["torus_2d"][0]["sips"], f"{src}: sips")
+    nums.count("kbArSips", topo[TORUS_2D.name][0]["sips"], f"{src}: sips")
     for t, tag in TOPOLOGIES.items():
         rows = topo[t]
         nums.us(f"kbAr{tag}Min", rows[0]["allreduce_ns"], f"{src}: allreduce_ns {t}, smallest payload")
@@ -44,7 +46,7 @@ def generate(doc: dict, nums: Numbers) -> tuple[dict[str, str], dict[str, str]]:
         nums.us(f"kbAr{tag}Alpha", rows[-1]["model_alpha_ns"], f"{src}: model_alpha_ns {t}")
         nums.plain(f"kbAr{tag}Beta", rows[-1]["model_beta_ns_per_b"], f"{src}: model_beta_ns_per_b {t}, largest "
                    "payload", "ns/B")
-    torus, ring, mesh = topo["torus_2d"], topo["ring_1d"], topo["mesh_2d_no_wrap"]
+    torus, ring, mesh = topo[TORUS_2D.name], topo[RING_1D.name], topo[MESH_2D_NO_WRAP.name]
     for other, tag in ((ring, "Ring"), (mesh, "Mesh")):
         nums.pct(f"kbArTorusVs{tag}Min", 1 - torus[0]["allreduce_ns"] / other[0]["allreduce_ns"],
                  f"{src}: 1 - torus/{tag.lower()} latency, smallest payload")
@@ -54,7 +56,8 @@ def generate(doc: dict, nums: Numbers) -> tuple[dict[str, str], dict[str, str]]:
                   for t, r, m in zip(torus, ring, mesh, strict=True))
     nums.count("kbArTorusFastestCount", fastest, f"{src}: payloads at which the torus is fastest")
     ring_faster = [r["bytes_per_pe"] for r, m in zip(ring, mesh, strict=True) if r["allreduce_ns"] < m["allreduce_ns"]]
-    nums.count("kbArRingFasterCount", len(ring_faster), f"{src}: payloads at which ring_1d beats mesh_2d_no_wrap")
+    nums.count("kbArRingFasterCount", len(ring_faster), f"{src}: payloads at which {RING_1D.name} beats "
+                                                      f"{MESH_2D_NO_WRAP.name}")
     big = torus[-1]
     nums.pct("kbArAccShareMax", big["model_accumulate_ns"] / big["model_ns"],
              f"{src}: model_accumulate_ns / model_ns, torus, largest payload")
@@ -137,7 +140,7 @@ def tables(doc: dict) -> list[TableData]:
     topo = {t: select(doc, panel="topology", sip_topology=t) for t in TOPOLOGIES}
     kinds = {k: select(doc, panel="buffer_kind", buffer_kind=k) for k in KINDS}
     sens = {k: select(doc, panel="sensitivity", buffer_kind=k) for k in KINDS}
-    payloads = [r["bytes_per_pe"] for r in topo["torus_2d"]]
+    payloads = [r["bytes_per_pe"] for r in topo[TORUS_2D.name]]
     return [_topology_table(topo, payloads), _kind_table(kinds, payloads), _sensitivity_table(sens),
             allreduce_links_tex.table(doc)]
 

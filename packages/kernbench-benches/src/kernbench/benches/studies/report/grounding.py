@@ -10,7 +10,7 @@ removing what may legitimately hold digits:
 * single-digit integers inside math (indices and coefficients of a formula,
   such as ``R_1`` or ``(n - 1)``);
 * names that contain digits but are not quantities: the 2×3 SIP grid, the
-  topology names ``ring_1d``/``torus_2d``/``mesh_2d_no_wrap``, ``PE~0``, the
+  registered SIP topology names (``ring_1d``, ``torus_2d``, ...), ``PE~0``, the
   ``f16``/``f32`` dtypes.
 
 Anything else, for example ``36.4~\\textmu s`` or ``25 %``, is a violation.
@@ -22,12 +22,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernbench.topology.sip_topologies import sip_topology_names
+
 _COMMENT = re.compile(r"(?<!\\)%.*$", re.MULTILINE)
 _COMMAND_ARGS = re.compile(
     r"\\(?:label|ref|eqref|pageref|autoref|input|includegraphics|include|cite|hspace|vspace|setlength|"
     r"addcontentsline|begin\{tabular\}|begin\{longtable\})\*?(?:\[[^\]]*\])?(?:\{[^{}]*\})*")
 _LENGTH = re.compile(r"\[[^\]]*\d[^\]]*(?:pt|mm|cm|em|ex|in|linewidth|textwidth)[^\]]*\]")
-_ALLOWED = re.compile(r"2\s*\$\\times\$\s*3|2\s*\\times\s*3|ring\\?_1d|torus\\?_2d|mesh\\?_2d\\?_no\\?_wrap|"
+#: A registered SIP topology name as LaTeX may write it (``ring\_1d`` or ``ring_1d``).
+_TOPOLOGY_NAMES = "|".join(re.escape(n).replace("_", r"\\?_") for n in sip_topology_names())
+_ALLOWED = re.compile(r"2\s*\$\\times\$\s*3|2\s*\\times\s*3|" + _TOPOLOGY_NAMES + "|"
                       r"PE~0|\bf16\b|\bf32\b|\bopt[123]\b")
 _MATH = re.compile(r"\$\$.*?\$\$|\$.*?\$|\\\[.*?\\\]|\\begin\{(align\*?|equation\*?)\}.*?\\end\{\1\}", re.DOTALL)
 _SINGLE_DIGIT = re.compile(r"(?<![\d.])\d(?![\d.])")

@@ -1,0 +1,94 @@
+"""The protocol between the ``ahbm`` backend and a collective algorithm module: a call in, a launch spec out.
+
+For every collective call the backend gives the algorithm module's
+``launch_spec`` function a :class:`CollectiveCall` (which collective, the
+group, the calling rank, the tensor's layout and the SIP topology strategy)
+and launches the :class:`LaunchSpec` it returns: the kernel, the name of the
+kernel parameter that receives the tensor, and every other argument *by
+name*. The arguments are bound to the kernel's own signature, so a missing,
+misspelt or extra argument is an error naming the kernel and the parameter,
+never a silently shifted position. Topology families are strategies
+(:class:`~kernbench.topology.sip_topologies.SipTopology`), never integers;
+an algorithm whose kernel wants an integer derives it from the strategy.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from kernbench.topology.errors import KernbenchError
+from kernbench.topology.sip_topologies import SipTopology
+
+
+class LaunchSpecError(KernbenchError, TypeError):
+    """A launch spec whose arguments do not fit its kernel's signature."""
+
+
+@dataclass(frozen=True)
+class CollectiveCall:
+    """One collective call as an algorithm sees it.
+
+    ``collective`` (``"all_reduce"``), ``world_size`` ranks (one per SIP),
+    the calling ``rank``, ``n_elem`` values per shard, the cube mesh the
+    shards span (``cube_w x cube_h``; ``1 x 1`` for a tensor on one cube), the
+    SIP topology strategy and the ranks' grid ``sip_grid = (rows, cols)``.
+    """
+
+    collective: str
+    world_size: int
+    rank: int
+    n_elem: int
+    cube_w: int
+    cube_h: int
+    sip_topology: SipTopology
+    sip_grid: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """What to launch for one rank: ``kernel(tl, <tensor>, **kwargs)``.
+
+    ``tensor`` names the kernel parameter that receives the collective's
+    tensor (its shards decide the PEs the kernel runs on); ``kwargs`` holds
+    every other argument by parameter name (kept as a read-only copy).
+    """
+
+    kernel: Callable
+    kwargs: Mapping[str, object] = field(default_factory=dict)
+    tensor: str = "t"
+
+    def __post_init__(self) -> None:
+        if not callable(self.kernel):
+            raise LaunchSpecError(f"LaunchSpec: the kernel must be a function, got {type(self.kernel).__name__}")
+        if not isinstance(self.kwargs, Mapping) or not all(isinstance(k, str) for k in self.kwargs):
+            raise LaunchSpecError("LaunchSpec: kwargs must map kernel parameter names to values")
+        if self.tensor in self.kwargs:
+            raise LaunchSpecError(f"LaunchSpec: {self.tensor!r} receives the tensor; do not pass it in kwargs too")
+        object.__setattr__(self, "kwargs", MappingProxyType(dict(self.kwargs)))
+
+    @property
+    def kernel_name(self) -> str:
+        return getattr(self.kernel, "__name__", type(self.kernel).__name__)
+
+    def arguments(self, tensor: object) -> tuple:
+        """The kernel's arguments after ``tl``, in its parameter order: ``tensor`` and ``kwargs`` bound by name."""
+        try:
+            sig = inspect.signature(self.kernel)
+        except (TypeError, ValueError) as exc:
+            raise LaunchSpecError(f"LaunchSpec: cannot read the signature of kernel {self.kernel_name}: "
+                                  f"{exc}") from None
+        keyword_only = [p.name for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY]
+        if keyword_only:
+            raise LaunchSpecError(f"kernel {self.kernel_name}: parameter(s) {', '.join(keyword_only)} are "
+                                  f"keyword-only; a kernel receives its arguments by position, so declare them "
+                                  f"before any '*'")
+        try:
+            bound = sig.bind(None, **{self.tensor: tensor}, **self.kwargs)  # None stands for tl
+        except TypeError as exc:
+            raise LaunchSpecError(f"kernel {self.kernel_name} does not accept the launch spec's arguments "
+                                  f"{[self.tensor, *self.kwargs]}: {exc}") from None
+        bound.apply_defaults()
+        return tuple(bound.args[1:])
