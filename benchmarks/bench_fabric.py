@@ -51,7 +51,7 @@ def fabric_workload(graph, nbytes: int) -> tuple[float, int, float]:
     """
     spec = graph.spec
     res = AddressResolver(graph)
-    eng = GraphEngine(graph, default_registry(), trace=False)
+    eng = GraphEngine(graph, default_registry(), record_hops=False)
     n_cubes = spec.cubes_per_sip
     for cube in range(n_cubes):
         for pe in range(spec.pes_per_cube):

@@ -261,11 +261,11 @@ def test_route_finder_takes_the_routers_path_for_20_random_pairs(page, graph):
 
 def test_route_hop_latencies_are_the_engines_unloaded_timing(page, graph):
     resolver = AddressResolver(graph)
-    eng = GraphEngine(graph, default_registry(), trace=True)
+    eng = GraphEngine(graph, default_registry(), record_hops=True)
     req = eng.submit(MemoryWriteMsg(resolver.hbm_addr(1, 3, 6), 1024))  # one packet of four flits
     eng.run()
     path = req.legs[0]
-    arrivals = [t_in for kind, _, t_in, _ in req.trace if kind == "write"][1:]  # at nodes 1..n
+    arrivals = [t_in for kind, _, t_in, _ in req.hops if kind == "write"][1:]  # at nodes 1..n
     js(page, "document.getElementById('route-src').value = arguments[0];"
              "document.getElementById('route-dst').value = arguments[1];"
              "document.getElementById('route-intent').value = 'auto';", path[0], path[-1])

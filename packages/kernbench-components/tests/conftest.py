@@ -29,7 +29,7 @@ def resolver(graph):
 def make_engine(graph):
     """Factory of fresh engines with the built-in components on the default topology."""
 
-    def make(reg=None, *, trace=True):
-        return GraphEngine(graph, reg or default_registry(), trace=trace)
+    def make(reg=None, *, record_hops=True):
+        return GraphEngine(graph, reg or default_registry(), record_hops=record_hops)
 
     return make

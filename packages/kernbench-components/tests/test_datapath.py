@@ -178,10 +178,10 @@ def test_pe_dma_read_is_slower_than_the_write_and_returns_on_the_reverse_path(ma
     assert w.latency_ns == approx(2 + 1 + 2 + 1 + 10 + 16 + fwd)
     assert r.latency_ns == approx(2 + 0.25 + 2 + 0.25 + 10 + 16 + 1 + 2 + 1 + fwd + back)
     assert r.latency_ns > w.latency_ns
-    legs = {k for k, _, _, _ in r.trace}
+    legs = {k for k, _, _, _ in r.hops}
     assert legs == {"read_cmd", "read_data"}
-    cmd = [n for k, n, _, _ in r.trace if k == "read_cmd"]
-    data = [n for k, n, _, _ in r.trace if k == "read_data"]
+    cmd = [n for k, n, _, _ in r.hops if k == "read_cmd"]
+    data = [n for k, n, _, _ in r.hops if k == "read_data"]
     assert cmd == [DMA0, R00, HBM0]
     assert data == cmd[::-1]
 
@@ -243,7 +243,7 @@ def test_op_log_of_a_pe_dma_write_into_hbm(make_engine, resolver):
     (h,), (d,) = hbm, dma
     assert h.component_id == HBM0 and h.op_kind == "memory"
     assert h.params == {"addr": 4096, "nbytes": 3000, "corr_id": req.corr_id}
-    head_at_ctrl = [t_in for k, n, t_in, _ in req.trace if n == HBM0]
+    head_at_ctrl = [t_in for k, n, t_in, _ in req.hops if n == HBM0]
     assert h.t_start == approx(head_at_ctrl[0])
     assert h.t_end == approx(req.t_end)
     assert d.component_id == DMA0

@@ -278,7 +278,7 @@ def test_comm_virtual_channel_does_not_queue_behind_compute(graph):
     res = AddressResolver(graph)
     finish = {}
     for vc in ("compute", "comm"):
-        eng = GraphEngine(graph, default_registry(), trace=False)
+        eng = GraphEngine(graph, default_registry(), record_hops=False)
         dma = eng.components["sip0.cube0.pe0.pe_dma"]
         tcm = PhysAddr(0, 0, "tcm", 0, 0).encode()
         owner = Request(0, None, 0.0, eng.env.event())

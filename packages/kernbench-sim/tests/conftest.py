@@ -88,8 +88,8 @@ def registry():
 def make_engine(small_graph):
     """Factory of fresh engines; defaults to the small graph and the test registry."""
 
-    def make(graph=None, reg=None, *, trace=True):
-        return GraphEngine(graph or small_graph, reg or ComponentRegistry(TEST_IMPLS), trace=trace)
+    def make(graph=None, reg=None, *, record_hops=True):
+        return GraphEngine(graph or small_graph, reg or ComponentRegistry(TEST_IMPLS), record_hops=record_hops)
 
     return make
 

@@ -94,36 +94,36 @@ def test_every_routed_request_takes_time_and_traces_its_path(make_engine, resolv
         assert r.t_end > r.t_submit
         legs = ("write",) if len(r.legs) == 1 else ("read_cmd", "read_data")
         for leg, path in zip(legs, r.legs, strict=True):
-            entries = [(n, t_in, t_out) for k, n, t_in, t_out in r.trace if k == leg]
+            entries = [(n, t_in, t_out) for k, n, t_in, t_out in r.hops if k == leg]
             assert [n for n, _, _ in entries] == list(path)
             times = [t for _, t_in, t_out in entries for t in (t_in, t_out)]
             assert all(t_out >= t_in for _, t_in, t_out in entries)
             assert times == sorted(times)  # in path order, time only moves forward
-        assert {k for k, _, _, _ in r.trace} == set(legs)
-        assert r.trace[-1][3] <= r.t_end
+        assert {k for k, _, _, _ in r.hops} == set(legs)
+        assert r.hops[-1][3] <= r.t_end
 
 
 def test_read_data_returns_along_the_reversed_command_path(make_engine, resolver):
     eng = make_engine()
     req = eng.submit(PeDmaReadMsg(0, 0, 3, resolver.hbm_addr(0, 3, 1), 4096))
     eng.run()
-    cmd = [n for k, n, _, _ in req.trace if k == "read_cmd"]
-    data = [n for k, n, _, _ in req.trace if k == "read_data"]
+    cmd = [n for k, n, _, _ in req.hops if k == "read_cmd"]
+    data = [n for k, n, _, _ in req.hops if k == "read_data"]
     assert cmd[0] == "sip0.cube0.pe3.pe_dma" and cmd[-1] == "sip0.cube3.hbm_ctrl.pe1"
     assert data == cmd[::-1]
-    last_cmd = max(t for k, _, _, t in req.trace if k == "read_cmd")
-    first_data = min(t for k, _, t, _ in req.trace if k == "read_data")
+    last_cmd = max(t for k, _, _, t in req.hops if k == "read_cmd")
+    first_data = min(t for k, _, t, _ in req.hops if k == "read_data")
     assert first_data >= last_cmd
 
 
 def test_trace_can_be_switched_off_without_changing_timing(make_engine, resolver):
-    on, off = make_engine(), make_engine(trace=False)
+    on, off = make_engine(), make_engine(record_hops=False)
     a = [on.submit(m) for m in every_kind(resolver)]
     b = [off.submit(m) for m in every_kind(resolver)]
     on.run()
     off.run()
-    assert all(r.trace for r in a)
-    assert all(r.trace == [] for r in b)
+    assert all(r.hops for r in a)
+    assert all(r.hops == [] for r in b)
     assert [r.t_end for r in a] == [r.t_end for r in b]
 
 
@@ -152,7 +152,7 @@ def test_a_request_submitted_later_takes_the_same_time(make_engine):
 def _snapshot(eng, reqs):
     return (
         [r.corr_id for r in reqs],
-        [r.trace for r in reqs],
+        [r.hops for r in reqs],
         [r.latency_ns for r in reqs],
         [(o.t_start, o.t_end, o.component_id, o.op_name) for o in eng.oplog.records],
         eng.link_stats(),

@@ -172,17 +172,17 @@ def test_trace_hops_of_an_unloaded_write(make_engine, small_graph):
     eng = make_engine()
     req = run_one(eng, PeDmaWriteMsg(0, 0, 0, SRAM0, 4096))
     path = req.legs[0]
-    assert [n for _, n, _, _ in req.trace] == list(path)
-    assert {leg for leg, _, _, _ in req.trace} == {"write"}
-    _, _, t_in0, t_out0 = req.trace[0]
+    assert [n for _, n, _, _ in req.hops] == list(path)
+    assert {leg for leg, _, _, _ in req.hops} == {"write"}
+    _, _, t_in0, t_out0 = req.hops[0]
     assert t_in0 == approx(small_graph.nodes[path[0]].overhead_ns) and t_out0 == approx(t_in0)
     for h in range(1, len(path) - 1):
-        _, node, t_in, t_out = req.trace[h]
+        _, node, t_in, t_out = req.hops[h]
         assert t_out - t_in == approx(small_graph.nodes[node].overhead_ns)
     for h in range(len(path) - 1):
         e = small_graph.edge(path[h], path[h + 1])
-        assert req.trace[h + 1][2] == approx(req.trace[h][3] + 256 / e.bw_gbs + e.latency_ns)
-    _, _, t_in_last, t_out_last = req.trace[-1]
+        assert req.hops[h + 1][2] == approx(req.hops[h][3] + 256 / e.bw_gbs + e.latency_ns)
+    _, _, t_in_last, t_out_last = req.hops[-1]
     assert t_in_last == t_out_last
     # the write lands when the last flit is in plus the SRAM's overhead, after the head arrived
     assert req.t_end == approx(t_in_last + 15 * 256 / 128 + small_graph.nodes[path[-1]].overhead_ns)

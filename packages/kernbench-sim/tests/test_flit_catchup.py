@@ -102,7 +102,7 @@ def arrivals(eng, tr):
 
 def hop_starts(req):
     """When the first packet's head started onto each wire (the trace's ``t_out`` per node)."""
-    return [t_out for _, _, _, t_out in req.trace[:-1]]
+    return [t_out for _, _, _, t_out in req.hops[:-1]]
 
 
 # ---------------------------------------------------------------------------------- (1) first hop, equal bandwidth
@@ -137,7 +137,7 @@ def test_packet_queued_at_the_first_hop_catches_up_over_k_equal_hops(build, k, p
     assert hop_starts(p_req) == [approx(i * step) for i in range(k + 1)]
     assert p_done == [approx(k * step + 16 + L)]  # P alone: unaffected by Q
 
-    assert q_req.trace[0][2:] == (approx(1.0), approx(16.0))  # ready at 1, starts at 16: waited 15 ns
+    assert q_req.hops[0][2:] == (approx(1.0), approx(16.0))  # ready at 1, starts at 16: waited 15 ns
     assert hop_starts(q_req) == [approx(16 + i * step) for i in range(k + 1)]
     s_k = 16 + k * step
     [(_, head, tail, spacing)] = arrivals(eng, q)

@@ -93,7 +93,7 @@ class RuntimeContext(TensorOps, MemoryOps, VirtualMapping, DeviceBinding, Launch
     _numbers = itertools.count(1)
 
     def __init__(self, graph: TopologyGraph, *, device: int = 0, data: bool = False,
-                 registry: ComponentRegistry | None = None, trace: bool = False, virtual: bool = True,
+                 registry: ComponentRegistry | None = None, record_hops: bool = False, virtual: bool = True,
                  extensions: ExtensionRegistry | None = None, limits: Limits | None = None) -> None:
         self.number = next(self._numbers)
         self.closed = False
@@ -102,7 +102,8 @@ class RuntimeContext(TensorOps, MemoryOps, VirtualMapping, DeviceBinding, Launch
         self._check_device(device)
         self._default_device = device
         self._device_of: dict = {}  # greenlet -> SIP bound by bind_device
-        self.engine = GraphEngine(graph, registry or default_registry(), trace=trace, data=data, limits=limits)
+        self.engine = GraphEngine(graph, registry or default_registry(), record_hops=record_hops, data=data,
+                                  limits=limits)
         self._alloc: dict[tuple[int, int, int], PEMemAllocator] = {}
         self._sram: dict[tuple[int, int], FreeList] = {}
         self.virtual = virtual
@@ -155,7 +156,7 @@ class RuntimeContext(TensorOps, MemoryOps, VirtualMapping, DeviceBinding, Launch
 
 @contextlib.contextmanager
 def session(topology: str | Path | TopologyGraph | None = None, device: int = 0, data: bool = False,
-            trace: bool = False, *, max_events: int | None = DEFAULT_MAX_EVENTS,
+            record_hops: bool = False, *, max_events: int | None = DEFAULT_MAX_EVENTS,
             max_sim_ns: float | None = DEFAULT_MAX_SIM_NS, timeout_s: float | None = DEFAULT_SESSION_TIMEOUT_S,
             max_records: int | None = DEFAULT_MAX_RECORDS) -> Iterator[RuntimeContext]:
     """``with session(device=0, data=True) as torch: ...`` for scripts and notebooks.
@@ -178,7 +179,7 @@ def session(topology: str | Path | TopologyGraph | None = None, device: int = 0,
     """
     limits = Limits(max_events=max_events, max_sim_ns=max_sim_ns, timeout_s=timeout_s, max_records=max_records)
     graph = topology if isinstance(topology, TopologyGraph) else resolve(topology)
-    ctx = RuntimeContext(graph, device=device, data=data, trace=trace, limits=limits)
+    ctx = RuntimeContext(graph, device=device, data=data, record_hops=record_hops, limits=limits)
     ok = False
     try:
         yield ctx

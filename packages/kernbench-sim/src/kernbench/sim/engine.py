@@ -39,7 +39,8 @@ from kernbench.sim.oplog import OpLog
 from kernbench.sim.protocol import Completion, Request
 from kernbench.topology.address import PhysAddr
 from kernbench.topology.graph import TopologyGraph
-from kernbench.topology.routing import AddressResolver, PathRouter
+from kernbench.topology.resolver import AddressResolver
+from kernbench.topology.routing import PathRouter
 
 
 class _Fire(Event):
@@ -57,13 +58,13 @@ class GraphEngine:
     """Runs messages through a compiled topology on SimPy.
 
     ``registry`` binds implementation names to component classes (see
-    ``kernbench.components.default_registry()``). ``trace`` records per-hop
-    timestamps of each leg's first packet. ``router`` lets several engines on
+    ``kernbench.components.default_registry()``). ``record_hops`` keeps per-hop
+    timestamps of each leg's first packet in :attr:`Request.hops`. ``router`` lets several engines on
     one graph share a memoised :class:`PathRouter`. ``limits`` are the run's
     budgets (default: :class:`~kernbench.sim.limits.Limits`).
     """
 
-    def __init__(self, graph: TopologyGraph, registry: ComponentRegistry, *, trace: bool = True,
+    def __init__(self, graph: TopologyGraph, registry: ComponentRegistry, *, record_hops: bool = True,
                  router: PathRouter | None = None, data: bool = False, limits: Limits | None = None) -> None:
         spec = graph.spec
         self.graph = graph
@@ -75,7 +76,7 @@ class GraphEngine:
         self.flit_bytes = spec.fabric.flit_bytes
         self.packet_bytes = spec.fabric.packet_bytes
         self.control_bytes = spec.fabric.control_bytes
-        self.trace_enabled = trace
+        self.record_hops = record_hops
         self.oplog = OpLog()
         self.data = data
         self.memory: MemoryStore | None = MemoryStore() if data else None
@@ -273,15 +274,15 @@ class GraphEngine:
         pkt.hop = h + 1
         if not pkt.nflits:  # control message: sideband, pays node overheads and propagation, occupies no bandwidth
             cross_control(wire, pkt, ready)
-            if self.trace_enabled:
-                pkt.transfer.request.trace.append(("control", route.nodes[h], now, ready))
+            if self.record_hops:
+                pkt.transfer.request.hops.append(("control", route.nodes[h], now, ready))
             self._at(pkt.t_head, pkt, self._on_hop if h + 1 < route.hops else self._on_arrive)
             return
         start = cross(wire, pkt, ready)  # the wire formula (kernbench.sim.fabric)
         tr = pkt.transfer
         index = pkt.index
-        if not index and self.trace_enabled:
-            tr.request.trace.append((tr.kind, route.nodes[h], now, start))
+        if not index and self.record_hops:
+            tr.request.hops.append((tr.kind, route.nodes[h], now, start))
         if not h and index + 1 < len(tr.packets):
             nxt = tr.packets[index + 1]
             t_next = wire.free_at
@@ -301,8 +302,8 @@ class GraphEngine:
         now = self.env._now
         if tr.t_first < 0:
             tr.t_first = now
-        if pkt.index == 0 and self.trace_enabled:
-            tr.request.trace.append((tr.kind, pkt.route.nodes[-1], now, now))
+        if pkt.index == 0 and self.record_hops:
+            tr.request.hops.append((tr.kind, pkt.route.nodes[-1], now, now))
         if not pkt.nflits:
             pkt.route.comps[-1].on_control(tr.payload, now, tr)
         else:

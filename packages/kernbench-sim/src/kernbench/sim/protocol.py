@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from kernbench.sim.oplog import OpLog
     from kernbench.topology.address import PhysAddr
     from kernbench.topology.graph import TopologyGraph
-    from kernbench.topology.routing import AddressResolver, PathRouter
+    from kernbench.topology.resolver import AddressResolver
+    from kernbench.topology.routing import PathRouter
     from kernbench.topology.spec import TopologySpec
 
 
@@ -54,15 +55,15 @@ class Completion(Event):
 
 
 class Request:
-    """A submitted message: correlation id, timing, hop trace and completion event.
+    """A submitted message: correlation id, timing, the hops it took and its completion event.
 
-    ``trace`` holds ``(leg, node, t_in, t_out)`` for the first packet of each
+    ``hops`` holds ``(leg, node, t_in, t_out)`` for the first packet of each
     leg, in ns; ``leg`` is the transfer kind: ``"write"``, or ``"read_cmd"``
     then ``"read_data"`` for a read.
     """
 
-    __slots__ = ("complete", "corr_id", "done", "error", "legs", "msg", "op_name", "pending", "read_nbytes",
-                 "result", "source", "t_end", "t_submit", "trace")
+    __slots__ = ("complete", "corr_id", "done", "error", "hops", "legs", "msg", "op_name", "pending", "read_nbytes",
+                 "result", "source", "t_end", "t_submit")
 
     def __init__(self, corr_id: int, msg: object, t_submit: float, done: Completion) -> None:
         self.corr_id = corr_id
@@ -70,7 +71,7 @@ class Request:
         self.t_submit = t_submit
         self.t_end: float | None = None
         self.done = done
-        self.trace: list[tuple[str, str, float, float]] = []
+        self.hops: list[tuple[str, str, float, float]] = []
         self.source = ""
         self.op_name = ""
         self.read_nbytes = 0

@@ -17,7 +17,8 @@ from kernbench.topology.compiler import compile_spec, load_topology
 from kernbench.topology.diagrams import emit_diagrams
 from kernbench.topology.errors import AddressError, KernbenchError, RoutingError, SpecError, TopologyError
 from kernbench.topology.graph import Edge, Node, TopologyGraph, View, ViewEdge, ViewNode
-from kernbench.topology.routing import AddressResolver, PathRouter, path_edges
+from kernbench.topology.resolver import AddressResolver
+from kernbench.topology.routing import PathRouter, path_edges
 from kernbench.topology.sip_topologies import SipTopology, get_sip_topology, register_sip_topology, sip_topology_names
 from kernbench.topology.spec import TopologySpec
 from kernbench.topology.spec_loader import load_spec, spec_from_dict

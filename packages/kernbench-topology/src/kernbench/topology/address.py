@@ -17,7 +17,7 @@
 
 Encoding is pure bit packing; whether a decoded address exists in a given
 topology (enough SIPs, cubes, PEs, capacity) is checked by
-:class:`kernbench.topology.routing.AddressResolver`.
+:class:`kernbench.topology.resolver.AddressResolver`.
 """
 
 from __future__ import annotations

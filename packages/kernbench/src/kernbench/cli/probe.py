@@ -60,7 +60,7 @@ class CaseResult:
     util_pct: float
     hops: int
     path: list[str]
-    trace: list[tuple[str, str, float, float]] = field(default_factory=list)
+    hop_times: list[tuple[str, str, float, float]] = field(default_factory=list)  # (leg, node, t_in, t_out) ns
     bottleneck_edge: tuple[str, str] = ("", "")
     flows: list[dict] = field(default_factory=list)
 
@@ -79,7 +79,7 @@ class ProbeResult:
         cases = []
         for c in self.cases:
             d = asdict(c)
-            d.pop("trace")
+            d.pop("hop_times")
             d.pop("bottleneck_edge")
             if not d["flows"]:
                 d.pop("flows")
@@ -172,7 +172,7 @@ class _Probe:
         eff = nbytes / actual
         return CaseResult(case.name, case.category, actual, f["overhead"], f["wire"], f["fill"], f["drain"],
                           f["total"], f["bn_bw"], eff, 100.0 * eff / f["bn_bw"], len(path) - 1, list(path),
-                          list(req.trace), f["bn_edge"])
+                          list(req.hops), f["bn_edge"])
 
     # ------------------------------------------------------------ formula
     def formula(self, path: tuple[str, ...], nbytes: int, *, read: bool = False) -> dict:
@@ -227,7 +227,7 @@ class _Probe:
         eff = nbytes / req.latency_ns
         return CaseResult(LONE_FLOW, "contention", req.latency_ns, f["overhead"], f["wire"], f["fill"], f["drain"],
                           f["total"], f["bn_bw"], eff, 100 * eff / f["bn_bw"], len(path) - 1, list(path),
-                          list(req.trace), f["bn_edge"])
+                          list(req.hops), f["bn_edge"])
 
     def contention(self, n: int, nbytes: int) -> CaseResult:
         """n concurrent host writes into cube 0's SRAM (``contention-<n>flows``).
@@ -249,7 +249,7 @@ class _Probe:
         drain = f["drain"] + (n - 1) * nbytes / bw
         return CaseResult(f"contention-{n}flows", "contention", last.latency_ns, f["overhead"], f["wire"], f["fill"],
                           drain, f["total"] + (n - 1) * nbytes / bw, bw, mean_eff, 100 * mean_eff / bw,
-                          len(path) - 1, list(path), list(last.trace), f["bn_edge"], flows)
+                          len(path) - 1, list(path), list(last.hops), f["bn_edge"], flows)
 
 
 def _invariants(cases: list[CaseResult], lone: CaseResult | None) -> list[dict]:

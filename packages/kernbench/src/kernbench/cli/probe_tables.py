@@ -31,7 +31,7 @@ def print_probe(result: ProbeResult, *, verbose: bool = False) -> None:
         print("\nroute detail (first packet: node  t_in -> t_out ns; <BN> marks the bottleneck link)")
         for c in result.cases:
             print(f"  {c.name}:")
-            for leg, node, t_in, t_out in c.trace:
+            for leg, node, t_in, t_out in c.hop_times:
                 mark = ""
                 if node == c.bottleneck_edge[0] and leg != "read_data":
                     mark = f"  <BN:{c.bottleneck_bw_gbs:.0f}GB/s>"
