@@ -158,7 +158,8 @@ class RuntimeContext(TensorOps, MemoryOps, VirtualMapping, DeviceBinding, Launch
 def session(topology: str | Path | TopologyGraph | None = None, device: int = 0, data: bool = False,
             record_hops: bool = False, *, max_events: int | None = DEFAULT_MAX_EVENTS,
             max_sim_ns: float | None = DEFAULT_MAX_SIM_NS, timeout_s: float | None = DEFAULT_SESSION_TIMEOUT_S,
-            max_records: int | None = DEFAULT_MAX_RECORDS) -> Iterator[RuntimeContext]:
+            max_records: int | None = DEFAULT_MAX_RECORDS,
+            registry: ComponentRegistry | None = None) -> Iterator[RuntimeContext]:
     """``with session(device=0, data=True) as torch: ...`` for scripts and notebooks.
 
     ``topology`` is a compiled graph, a YAML file, the name of a builtin
@@ -175,11 +176,14 @@ def session(topology: str | Path | TopologyGraph | None = None, device: int = 0,
     next call that simulates stops once it is used up (on the main thread a
     ``SIGALRM`` interrupts a kernel while the engine runs). When the block
     ends the session is closed: its tensors are freed and it accepts no
-    more work.
+    more work. ``registry`` binds component implementations (default: the
+    built-in ones and every installed plugin), e.g. one a script registered
+    with :func:`kernbench.components.register_block`.
     """
     limits = Limits(max_events=max_events, max_sim_ns=max_sim_ns, timeout_s=timeout_s, max_records=max_records)
     graph = topology if isinstance(topology, TopologyGraph) else resolve(topology)
-    ctx = RuntimeContext(graph, device=device, data=data, record_hops=record_hops, limits=limits)
+    ctx = RuntimeContext(graph, device=device, data=data, record_hops=record_hops, limits=limits,
+                         registry=registry)
     ok = False
     try:
         yield ctx
