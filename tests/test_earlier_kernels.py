@@ -373,3 +373,64 @@ def test_earlier_gqa_kernel_runs_unmodified(name):
     for rank, w in want.items():
         np.testing.assert_allclose(got[rank].astype(np.float32), w, atol=2e-3, rtol=2e-2,
                                    err_msg=f"{name}: output of rank {rank}")
+
+
+# ---------------------------------------------------------------------------------------- an earlier bench
+EARLIER_BENCH = '''
+"""A bench script in the earlier spelling: its host code and its kernel."""
+
+import numpy as np
+
+from kernbench.runtime import DPPolicy
+from kernbench.runtime.bench import bench
+
+ROW_BYTES = 64 * 2
+
+
+def double_rows(x_ptr, y_ptr, n, *, tl):
+    for r in range(0, n, 8):
+        with tl.scratch_scope():
+            tl.store(y_ptr + r * ROW_BYTES, tl.load(x_ptr + r * ROW_BYTES, shape=(8, 64), dtype="f16") * 2.0)
+
+
+@bench(name="earlier-double", description="y = 2x written for the earlier simulator", host="earlier")
+def run(torch):
+    dp = DPPolicy(num_cubes=1, num_pes=1)
+    x = torch.from_numpy(np.full((32, 64), 3, np.float16), dp=dp)
+    y = torch.empty((32, 64), dtype="f16", dp=dp, name="y")
+    torch.wait(torch.launch("double", double_rows, x, y, 32))
+    torch.wait_all()
+
+
+def double_rows_ours(tl, x, y, n):
+    for r in range(0, n, 8):
+        with tl.scratch_scope():
+            tl.store(tl.ref(y)[r:r + 8, :], tl.load(tl.ref(x)[r:r + 8, :]) * 2.0)
+
+
+@bench(name="ours-double", description="the same bench in our spelling")
+def run_ours(torch):
+    dp = DPPolicy(num_cubes=1, num_pes=1)
+    x = torch.from_numpy(np.full((32, 64), 3, np.float16), dp)
+    y = torch.empty((32, 64), "float16", dp)
+    torch.wait(torch.launch("double", double_rows_ours, x, y, 32))
+'''
+
+
+def test_a_bench_written_for_the_earlier_host_runs_unmodified_and_costs_the_same(tmp_path, monkeypatch):
+    """``@bench(..., host="earlier")`` hands ``run`` the earlier host surface (``dp=``, ``dtype="f16"``,
+    ``name=``); its pointer-form kernel costs exactly what the same bench in our spelling costs."""
+    from kernbench.runtime.bench import BenchError, bench, discover, run_bench
+    from kernbench.topology import resolve
+
+    (tmp_path / "kb_earlier_bench.py").write_text(EARLIER_BENCH)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry = discover("kb_earlier_bench")
+    graph = resolve(None)
+    theirs, ours = (run_bench(registry.resolve(n), graph) for n in ("earlier-double", "ours-double"))
+    assert theirs.ok and ours.ok, (theirs.error, ours.error)
+    assert registry.resolve("earlier-double").host == "earlier"
+    assert theirs.latency_ns == ours.latency_ns > 0 and theirs.op_counts == ours.op_counts
+    assert [dataclasses.astuple(r)[:4] for r in theirs.records] == [dataclasses.astuple(r)[:4] for r in ours.records]
+    with pytest.raises(BenchError, match="host 'pytorch' is not one of kernbench, earlier"):
+        bench("x-y", "z", host="pytorch")

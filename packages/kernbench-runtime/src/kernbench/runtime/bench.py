@@ -68,16 +68,24 @@ class BenchInfo:
     doc: str = ""
     metric_notes: tuple[tuple[str, str], ...] = ()
     metric_rows: str = ""
+    host: str = "kernbench"
+
+
+#: The host surfaces a bench's ``run`` may be written against: ours, or the earlier simulator's
+#: (:func:`kernbench.runtime.compat.earlier`: ``torch.empty(..., dp=...)``, ``"f16"``, ``torch.spec[...]``).
+HOSTS = ("kernbench", "earlier")
 
 
 def bench(name: str, description: str, params: tuple[Param, ...] = (), *, metrics: Mapping[str, str] | None = None,
-          metric_rows: str = "") -> Callable[[Callable], Callable]:
+          metric_rows: str = "", host: str = "kernbench") -> Callable[[Callable], Callable]:
     """Mark ``run(torch)`` (or ``run(torch, p)`` with ``params``) as a bench called ``name`` (kebab-case) with a
     one-line description.
 
     ``metrics`` maps a reported metric's name (without the ``PART.`` prefix when ``metric_rows`` is given) to a
     short note on what it measures; ``metric_rows`` names the parts when the bench reports its metrics as
-    ``PART.metric`` for several parts (``kernbench run`` then prints one table row per part).
+    ``PART.metric`` for several parts (``kernbench run`` then prints one table row per part). ``host="earlier"``
+    hands ``run`` the earlier simulator's host surface (:func:`kernbench.runtime.compat.earlier`), so a bench
+    script written for it runs unmodified; the simulation is the same.
     """
     if not isinstance(name, str) or not _NAME.match(name):
         raise BenchError(f"bench name {name!r} must be kebab-case (lowercase words joined by '-')")
@@ -91,9 +99,11 @@ def bench(name: str, description: str, params: tuple[Param, ...] = (), *, metric
         raise BenchError(f"bench {name!r}: metrics must map metric names to non-empty notes")
     if not isinstance(metric_rows, str):
         raise BenchError(f"bench {name!r}: metric_rows must be text (the word for one row, e.g. 'panel')")
+    if host not in HOSTS:
+        raise BenchError(f"bench {name!r}: host {host!r} is not one of {', '.join(HOSTS)}")
 
     def mark(fn: Callable) -> Callable:
-        setattr(fn, _MARK, (name, description, params, notes, metric_rows))
+        setattr(fn, _MARK, (name, description, params, notes, metric_rows, host))
         return fn
 
     return mark
@@ -128,7 +138,8 @@ def _benches_of(module) -> list[BenchInfo]:
     marked = [(getattr(obj, _MARK), obj) for obj in vars(module).values()
               if callable(obj) and hasattr(obj, _MARK) and obj.__module__ == module.__name__]
     doc = (module.__doc__ or "").strip()
-    return [BenchInfo(n, d, fn, module.__name__, p, doc, notes, rows) for (n, d, p, notes, rows), fn in marked]
+    return [BenchInfo(n, d, fn, module.__name__, p, doc, notes, rows, host)
+            for (n, d, p, notes, rows, host), fn in marked]
 
 
 def _collect(target: str) -> list[BenchInfo]:
@@ -315,11 +326,16 @@ def run_bench(info: BenchInfo, graph: TopologyGraph, device: int = 0, *, data: b
     if observe is not None:
         observe(torch.engine)
     error: KernbenchError | None = None
+    host = torch
+    if info.host == "earlier":
+        from kernbench.runtime.compat import earlier
+
+        host = earlier(torch)
     try:
         if info.params:
-            info.fn(torch, values)
+            info.fn(host, values)
         else:
-            info.fn(torch)
+            info.fn(host)
         torch.wait_all()
     except KernbenchError as exc:
         error = exc
