@@ -714,14 +714,16 @@ def test_compile_without_a_cache_writes_nothing(tmp_path, cache_dir):
 # ---------------------------------------------------------------------------------------------- builtin topologies
 REPO_TOPOLOGIES = {"default": "topology.yaml", "6sip_2x3_torus_2d": "6sip_2x3_torus_2d.yaml",
                    "6sip_2x3_ring_1d": "6sip_2x3_ring_1d.yaml",
-                   "6sip_2x3_mesh_2d_no_wrap": "6sip_2x3_mesh_2d_no_wrap.yaml"}
+                   "6sip_2x3_mesh_2d_no_wrap": "6sip_2x3_mesh_2d_no_wrap.yaml",
+                   "16sip_4x4_torus_2d": "16sip_4x4_torus_2d.yaml"}
 
 
 def test_packaged_topologies_are_the_repository_sources():
     from kernbench.topology import builtin_names
     from kernbench.topology.builtins import text
 
-    assert builtin_names() == ["default", "6sip_2x3_mesh_2d_no_wrap", "6sip_2x3_ring_1d", "6sip_2x3_torus_2d"]
+    assert builtin_names() == ["default", "16sip_4x4_torus_2d", "6sip_2x3_mesh_2d_no_wrap", "6sip_2x3_ring_1d",
+                               "6sip_2x3_torus_2d"]
     for name, file in REPO_TOPOLOGIES.items():
         assert text(name) == (DEFAULT_YAML.parent / file).read_text(encoding="utf-8"), \
             f"packaged {name}.yaml differs from topologies/{file}: copy the edited file into the package"

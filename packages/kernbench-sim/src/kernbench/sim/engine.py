@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from heapq import heappush
+from heapq import heappop, heappush
 from itertools import pairwise
 
 import simpy
@@ -41,17 +41,6 @@ from kernbench.topology.address import PhysAddr
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.resolver import AddressResolver
 from kernbench.topology.routing import PathRouter
-
-
-class _Fire(Event):
-    """An already-triggered event that hands one value to one callback when its time comes."""
-
-    def __init__(self, env: simpy.Environment, value: object, callback: Callable) -> None:
-        # NOTE: inlined from Event.__init__ plus succeed(), for performance.
-        self.env = env
-        self.callbacks = [callback]
-        self._value = value
-        self._ok = True
 
 
 class GraphEngine:
@@ -100,6 +89,9 @@ class GraphEngine:
         self._next_corr = 1
         self._kinds: dict[type, MessageKind] = {k.msg_type: k for k in (*TRANSFER_KINDS, *registry.message_kinds)}
         self._on_hop, self._on_arrive = self._hop, self._arrive  # bound once: the hot path schedules them per packet
+        # The engine's own calendar: (t, NORMAL, eid, callback, value) entries, eids drawn from SimPy's counter, so
+        # merged with SimPy's queue by _drive in exactly the order SimPy would process them (see _at).
+        self._cal: list[tuple[float, int, int, Callable, object]] = []
 
     # ------------------------------------------------------------------ public API
     @property
@@ -178,8 +170,14 @@ class GraphEngine:
             if stop.callbacks is None:  # already processed
                 return True
             stop.callbacks.append(StopSimulation.callback)
-        # NOTE: SimPy's own loop is `while True: self.step()`; a local `step` over a range is no slower.
-        step = self.env.step
+        # NOTE: SimPy's own loop is `while True: self.step()`. Here each step takes the earliest entry of SimPy's
+        # queue and the engine's calendar, compared as SimPy orders its queue: (time, priority, event id). A
+        # calendar entry is a plain callback: no Event object, no callbacks list.
+        env = self.env
+        step = env.step
+        queue = env._queue
+        cal = self._cal
+        pop = heappop
         oplog = self.oplog
         check = budget.check_budget
         try:
@@ -188,7 +186,12 @@ class GraphEngine:
                 while True:
                     left = min(self.max_events - self.events, self.max_records - len(oplog))
                     for _ in range(CHECK_EVERY if left >= CHECK_EVERY else max(1, int(left) + 1)):
-                        step()
+                        if cal and (not queue or cal[0] < queue[0]):
+                            entry = pop(cal)
+                            env._now = entry[0]
+                            entry[3](entry[4])
+                        else:
+                            step()
                     check(self)
             finally:
                 if alarm is not None:
@@ -256,15 +259,14 @@ class GraphEngine:
         self._at(t_start, first, self._on_hop)
         return tr
 
-    def _at(self, t: float, value: object, callback: Callable) -> None:
-        # NOTE: inlined Environment.schedule for a pre-triggered event with one callback -- the cheapest
-        # SimPy event (no process per packet); benchmarks/bench_fabric.py shows the cost of anything more.
-        env = self.env
-        heappush(env._queue, (t, NORMAL, next(env._eid), _Fire(env, value, callback)))
+    def _at(self, t: float, value: object, callback: Callable[[object], None]) -> None:
+        """Call ``callback(value)`` at ``t``: one entry in the engine's calendar, ordered against SimPy's queue as
+        a normal-priority SimPy event scheduled now would be (same clock, same event-id counter), so the order of
+        every step is the one a pre-triggered SimPy event per call gave; it counts as one engine event."""
+        heappush(self._cal, (t, NORMAL, next(self.env._eid), callback, value))
         self.events += 1
 
-    def _hop(self, ev: simpy.Event) -> None:
-        pkt: Packet = ev._value
+    def _hop(self, pkt: Packet) -> None:
         env = self.env
         now = env._now
         route = pkt.route
@@ -292,12 +294,11 @@ class GraphEngine:
                     t_next = r0
             self._at(t_next, nxt, self._on_hop)
         # NOTE: _at inlined on the hottest line of the simulator; the callbacks are bound once (_on_hop).
-        heappush(env._queue, (pkt.t_head, NORMAL, next(env._eid),
-                              _Fire(env, pkt, self._on_hop if h + 1 < route.hops else self._on_arrive)))
+        heappush(self._cal, (pkt.t_head, NORMAL, next(env._eid),
+                             self._on_hop if h + 1 < route.hops else self._on_arrive, pkt))
         self.events += 1
 
-    def _arrive(self, ev: simpy.Event) -> None:
-        pkt: Packet = ev._value
+    def _arrive(self, pkt: Packet) -> None:
         tr = pkt.transfer
         now = self.env._now
         if tr.t_first < 0:
@@ -322,8 +323,7 @@ class GraphEngine:
         """Complete ``request`` at ``t_end`` (may be in the future: a completion event is scheduled)."""
         self._at(t_end, request, self._complete)
 
-    def _complete(self, ev: simpy.Event) -> None:
-        req: Request = ev._value
+    def _complete(self, req: Request) -> None:
         req.t_end = self.env._now
         del self._pending[req.corr_id]
         req.complete(self, req)  # data-mode effects and the op-log row of the message's kind
@@ -384,7 +384,7 @@ class GraphEngine:
 
     def at(self, t: float, callback: Callable[[object], None], value: object = None) -> None:
         """Call ``callback(value)`` at simulated time ``t`` (ns, not before now)."""
-        self._at(max(t, self.env._now), value, lambda ev: callback(ev._value))
+        self._at(max(t, self.env._now), value, callback)
 
     def read_reply(self, cmd: Transfer, ready: list[tuple[float, float]], on_done=None) -> Transfer:
         """Send a read's data back along the reversed command path, paced by ``ready``."""

@@ -21,10 +21,14 @@ X-then-Y walk from the source cube to the destination cube (through the IO
 chiplet's cube when it leaves or enters a SIP); inside that corridor
 Dijkstra runs on ``routing_weight_mm``; ties resolve by edge insertion order
 (a heap of ``(distance, sequence)``), so paths are deterministic. Each
-adjacency is built on first use; within a cube (or outside cubes) a search
-tree is computed once per (adjacency, source); a cross-cube path searches
-its corridor once per (adjacency, source, destination); every path is memoised. One router can serve many
-engines on the same graph.
+adjacency is built on first use. Between two nodes outside cubes the search
+from a source is kept and resumed: it runs only until the destination is
+settled, and a later destination continues the same search, so every path
+is the one the full search tree from that source gives, without searching
+the whole graph for a nearby destination. A path inside a cube or between
+cubes searches its corridor once per (adjacency, source, destination),
+stopping at the destination; every path is memoised. One router can serve
+many engines on the same graph.
 """
 
 from __future__ import annotations
@@ -59,13 +63,14 @@ def excluded_kinds() -> dict[str, frozenset[str]]:
 class PathRouter:
     """Deterministic shortest paths per routing intent, memoised."""
 
-    __slots__ = ("_adj", "_cube_of", "_graph", "_paths", "_trees")
+    __slots__ = ("_adj", "_cube_keys", "_cube_of", "_graph", "_paths", "_trees")
 
     def __init__(self, graph: TopologyGraph) -> None:
         self._graph = graph
-        self._adj: dict[str, dict[str, list[tuple[str, float]]]] = {}
+        self._adj: dict[str, _Adjacency] = {}
         self._cube_of: dict[str, tuple[int, int, int | None]] | None = None
-        self._trees: dict[tuple[str, str], tuple[dict[str, float], dict[str, str]]] = {}
+        self._cube_keys: dict[str, tuple[tuple[int, int], tuple[int, int, int] | None]] = {}
+        self._trees: dict[tuple, _Search] = {}
         self._paths: dict[tuple[str, str, str], tuple[tuple[str, ...], float]] = {}
 
     # ------------------------------------------------------------- intents
@@ -92,15 +97,11 @@ class PathRouter:
         return self._path(intent, src, dst)
 
     # ------------------------------------------------------------- search
-    def _adjacency(self, name: str) -> dict[str, list[tuple[str, float]]]:
-        """The adjacency of one intent, built on first use (edge insertion order kept)."""
+    def _adjacency(self, name: str) -> _Adjacency:
+        """The adjacency of one intent (edge insertion order kept), each node's list made on first use."""
         adj = self._adj.get(name)
         if adj is None:
-            excluded = _EXCLUDE[name]
-            adj = self._adj[name] = {}
-            for e in self._graph.edges:
-                if e.kind not in excluded:
-                    adj.setdefault(e.src, []).append((e.dst, e.routing_weight_mm))
+            adj = self._adj[name] = _Adjacency(self._graph, _EXCLUDE[name])
         return adj
 
     def _cube_index(self) -> dict[str, tuple[int, int, int | None]]:
@@ -112,6 +113,8 @@ class PathRouter:
                 if loc.cube is not None:
                     out[n] = (loc.sip, loc.cube, loc.pe)
             self._cube_of = out
+            # the same, split for the search's corridor test: ((sip, cube), (sip, cube, pe) or None)
+            self._cube_keys = {n: ((c[0], c[1]), c if c[2] is not None else None) for n, c in out.items()}
         return self._cube_of
 
     def _corridor(self, src: str, dst: str) -> frozenset[tuple[int, int]] | None:
@@ -155,20 +158,19 @@ class PathRouter:
                 raise RoutingError(f"node {n} not found in topology {self._graph.spec.name!r}")
         corridor = self._corridor(src, dst)
         if corridor is None:
-            tree = self._trees.get((adj, src))
-            if tree is None:
-                tree = self._trees[(adj, src)] = _dijkstra(self._adjacency(adj), src)
+            tkey: tuple = (adj, src)
+            cube_of = ends = None
         else:
             cube_of = self._cube_index()
             # PE blocks are never relays for other PEs' traffic: only the two endpoints' PEs are searched
-            ends = {cube_of.get(src), cube_of.get(dst)}
-
-            def allowed(n: str) -> bool:
-                c = cube_of.get(n)
-                return c is None or ((c[0], c[1]) in corridor and (c[2] is None or c in ends))
-
-            tree = _dijkstra(self._adjacency(adj), src, dst, allowed)
-        dist, prev = tree
+            ends = frozenset(c for c in (cube_of.get(src), cube_of.get(dst)) if c is not None and c[2] is not None)
+            tkey = (adj, src, corridor, ends)
+        search = self._trees.get(tkey)
+        if search is None:
+            search = self._trees[tkey] = _Search(self._adjacency(adj), src, self._cube_keys if corridor else None,
+                                                 corridor, ends)
+        search.settle(dst)
+        dist, prev = search.dist, search.prev
         if dst not in dist:
             raise RoutingError(f"no path from {src} to {dst}")
         path = [dst]
@@ -179,9 +181,85 @@ class PathRouter:
         return result
 
 
+class _Adjacency(dict):
+    """One intent's adjacency: node -> ``[(neighbour, routing_weight_mm), ...]`` in edge insertion order, leaving
+    out the excluded edge kinds; a node's list is made the first time a search reaches it."""
+
+    __slots__ = ("excluded", "graph")
+
+    def __init__(self, graph: TopologyGraph, excluded: frozenset[str]) -> None:
+        super().__init__()
+        self.graph = graph
+        self.excluded = excluded
+
+    def __missing__(self, node: str) -> list[tuple[str, float]]:
+        excluded = self.excluded
+        out = self[node] = [(e.dst, e.routing_weight_mm) for e in self.graph.out_edges(node) if e.kind not in excluded]
+        return out
+
+
+class _Search:
+    """Dijkstra from one source that pauses once the node asked for is settled and resumes for the next one.
+
+    Its steps (pop, settle, relax the neighbours) are those of :func:`_dijkstra` run to the end, in the same
+    order, so ``dist``/``prev`` of every settled node are exactly those of the full search (ties by edge insertion
+    order, a heap of ``(distance, sequence)``): pausing only skips work no destination asked for. With a
+    ``corridor`` it searches only the nodes outside cubes and those of the corridor's cubes that lie outside PEs
+    or in the PEs of ``ends`` (the router's corridor rule, inlined).
+    """
+
+    __slots__ = ("adj", "corridor", "cube_of", "dist", "done", "ends", "heap", "prev", "seq")
+
+    def __init__(self, adj: _Adjacency, src: str,
+                 cube_of: dict[str, tuple[tuple[int, int], tuple[int, int, int] | None]] | None = None,
+                 corridor: frozenset[tuple[int, int]] | None = None, ends: frozenset | None = None) -> None:
+        self.adj = adj
+        self.cube_of = cube_of
+        self.corridor = corridor
+        self.ends = ends
+        self.dist = {src: 0.0}
+        self.prev: dict[str, str] = {}
+        self.seq = 0
+        self.heap: list[tuple[float, int, str]] = [(0.0, 0, src)]
+        self.done: set[str] = set()
+
+    def settle(self, goal: str) -> None:
+        """Run the search until ``goal`` is settled (or every node it may reach is)."""
+        done = self.done
+        if goal in done:
+            return
+        heap, dist, prev, adj = self.heap, self.dist, self.prev, self.adj
+        pop, push, inf, get = heapq.heappop, heapq.heappush, float("inf"), dist.get
+        corridor, ends = self.corridor, self.ends
+        where = self.cube_of.get if self.cube_of is not None else None
+        seq = self.seq
+        try:
+            while heap:
+                d, _, node = pop(heap)
+                if node in done:
+                    continue
+                done.add(node)
+                for nb, w in adj[node]:
+                    if where is not None:
+                        c = where(nb)
+                        if c is not None and (c[0] not in corridor or (c[1] is not None and c[1] not in ends)):
+                            continue
+                    nd = d + w
+                    if nd < get(nb, inf):
+                        dist[nb] = nd
+                        prev[nb] = node
+                        seq += 1
+                        push(heap, (nd, seq, nb))
+                if node == goal:
+                    return
+        finally:
+            self.seq = seq
+
+
 def _dijkstra(adj: dict[str, list[tuple[str, float]]], src: str, goal: str | None = None,
               allowed: Callable[[str], bool] | None = None) -> tuple[dict[str, float], dict[str, str]]:
-    """Shortest-path tree from ``src`` (stops at ``goal``; skips nodes ``allowed`` rejects)."""
+    """Shortest-path tree from ``src`` (stops at ``goal``; skips nodes ``allowed`` rejects). The reference the
+    router's resumable search (:class:`_Search`) follows step for step; the tests compare them."""
     dist = {src: 0.0}
     prev: dict[str, str] = {}
     seq = 0

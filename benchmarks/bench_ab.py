@@ -1,0 +1,207 @@
+"""A/B of the simulator's speed: a base commit against the working tree, alternating runs on the same machine.
+
+The base commit is exported with ``git archive`` (read only: nothing in the
+repository changes) into a temporary folder. Each workload then runs in a
+fresh ``python3`` process, base and head alternately, ``--repeats`` times
+each, so both see the same load; the process imports the simulator from its
+own tree only (the editable installs of this checkout are taken off
+``sys.path`` for the base run). Printed and written to
+``out/benchmarks/ab.json`` (``--out FILE``): the median wall time of the
+workload itself (timed inside the process, imports excluded), the median
+wall time of the whole process, and the ratio base / head (above 1: head is
+faster). Every run must report the same simulated result (the bench's
+latency and event count, or the study's exit status) in both trees, else
+the script says so.
+
+Workloads (``--workloads``, comma separated):
+
+- ``allreduce16``: ``ccl-allreduce`` (64 KiB per PE) on the 16-SIP 4x4 torus
+  (``topologies/16sip_4x4_torus_2d.yaml``, read from this tree by both);
+- ``allreduce6``: the same on the 6-SIP 2x3 torus;
+- ``gemm``: the 2048-tile composite GEMM of ``bench_kernels.py`` (512x512x512,
+  ``load_load``);
+- ``fabric``: ``bench_fabric.py``'s workload (every PE of SIP 0 writes 64 KiB
+  across the SIP);
+- ``studies`` (also ``--studies``): ``kernbench study all --jobs 2 --force
+  --no-figures`` into a temporary folder, cold; minutes per run.
+
+Run: ``python benchmarks/bench_ab.py --base de8ada4 [--repeats 5] [--workloads allreduce16,gemm] [--studies]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+from _output import add_output_options, output_path, write_result
+
+ROOT = Path(__file__).resolve().parents[1]
+TOPOLOGIES = ROOT / "topologies"
+
+#: Put the tree named by KB_TREE first and drop every other kernbench source folder (the editable installs).
+PRELUDE = """
+import os, sys, time
+tree = os.environ["KB_TREE"]
+srcs = sorted(os.path.join(tree, "packages", d, "src") for d in os.listdir(os.path.join(tree, "packages"))
+              if os.path.isdir(os.path.join(tree, "packages", d, "src")))
+sys.path[:] = srcs + [p for p in sys.path if "/packages/kernbench" not in p]
+"""
+
+BENCH = PRELUDE + """
+import json
+from kernbench.runtime.bench import discover, run_bench
+from kernbench.topology import load_topology
+os.environ.update(json.loads(os.environ["KB_ENV"]))
+graph = load_topology(os.environ["KB_TOPOLOGY"])
+info = discover().resolve(os.environ["KB_BENCH"])
+t = time.perf_counter()
+r = run_bench(info, graph)
+wall = time.perf_counter() - t
+print(json.dumps({"wall_s": wall, "result": [round(r.latency_ns, 6), r.events, sorted(r.metrics.items())]}))
+"""
+
+FABRIC = PRELUDE + """
+import json
+from kernbench.components import default_registry
+from kernbench.sim import GraphEngine, PeDmaWriteMsg
+from kernbench.topology import AddressResolver, load_topology
+graph = load_topology(os.environ["KB_TOPOLOGY"])
+spec, res = graph.spec, AddressResolver(graph)
+try:
+    eng = GraphEngine(graph, default_registry(), record_hops=False)
+except TypeError:  # before the rename of issue 20, item 8
+    eng = GraphEngine(graph, default_registry(), trace=False)
+n = spec.cubes_per_sip
+for cube in range(n):
+    for pe in range(spec.pes_per_cube):
+        eng.submit(PeDmaWriteMsg(0, cube, pe, res.hbm_addr(0, n - 1 - cube, pe), 65536))
+t = time.perf_counter()
+eng.run()
+wall = time.perf_counter() - t
+hops = sum(w.packets for w in eng.wires.values())
+print(json.dumps({"wall_s": wall, "result": [eng.now, eng.events, hops]}))
+"""
+
+STUDIES = PRELUDE + """
+import json, tempfile
+from kernbench.cli.main import main
+with tempfile.TemporaryDirectory(prefix="kernbench-ab-") as out:
+    t = time.perf_counter()
+    try:
+        code = main(["study", "all", "--jobs", "2", "--force", "--no-figures", "--out", out])
+    except SystemExit as exc:
+        code = exc.code
+    wall = time.perf_counter() - t
+print(json.dumps({"wall_s": wall, "result": [code]}))
+"""
+
+
+def workloads() -> dict[str, tuple[str, dict[str, str]]]:
+    """Workload name -> (script, environment)."""
+    def bench(name: str, topology: str, env: dict[str, str]) -> tuple[str, dict[str, str]]:
+        return BENCH, {"KB_BENCH": name, "KB_TOPOLOGY": str(TOPOLOGIES / topology), "KB_ENV": json.dumps(env)}
+
+    return {
+        "allreduce16": bench("ccl-allreduce", "16sip_4x4_torus_2d.yaml", {"CCL_BYTES": "65536", "CCL_BUFFER": "tcm"}),
+        "allreduce6": bench("ccl-allreduce", "6sip_2x3_torus_2d.yaml", {"CCL_BYTES": "65536", "CCL_BUFFER": "tcm"}),
+        "gemm": bench("matmul-composite", "topology.yaml", {"MATMUL_M": "512", "MATMUL_K": "512", "MATMUL_N": "512",
+                                                            "MATMUL_VARIANT": "load_load"}),
+        "fabric": (FABRIC, {"KB_TOPOLOGY": str(TOPOLOGIES / "topology.yaml")}),
+        "studies": (STUDIES, {}),
+    }
+
+
+def export_commit(commit: str, dest: Path) -> str:
+    """Unpack ``commit``'s tree into ``dest`` with ``git archive`` (read only); returns the full commit id."""
+    full = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{commit}^{{commit}}"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    archive = dest.parent / "base.tar"
+    with open(archive, "wb") as fh:
+        subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", full], check=True, stdout=fh)
+    with tarfile.open(archive) as tar:
+        tar.extractall(dest, filter="data")
+    archive.unlink()
+    return full
+
+
+def run_once(tree: Path, script: str, env: dict[str, str]) -> tuple[float, float, object]:
+    """Run ``script`` in a fresh process on ``tree``: (workload wall s, process wall s, result)."""
+    full_env = {**os.environ, **env, "KB_TREE": str(tree), "PYTHONHASHSEED": "0"}
+    full_env.pop("PYTHONPATH", None)
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", script], env=full_env, cwd=tree, capture_output=True, text=True)
+    process_wall = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise SystemExit(f"workload failed on {tree}:\n{proc.stderr[-3000:]}")
+    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    return data["wall_s"], process_wall, data["result"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", default="de8ada4", help="the commit to compare against (default: de8ada4)")
+    ap.add_argument("--head", default=None, help="a commit for the B side (default: the working tree)")
+    ap.add_argument("--repeats", type=int, default=5, help="runs of each side per workload (default 5)")
+    ap.add_argument("--workloads", default="allreduce16,gemm",
+                    help=f"comma-separated, from {', '.join(workloads())} (default: allreduce16,gemm)")
+    ap.add_argument("--studies", action="store_true", help="also time `kernbench study all --jobs 2` cold (minutes)")
+    add_output_options(ap, "ab.json")
+    args = ap.parse_args(argv)
+    path = output_path(args, "ab.json")
+    table = workloads()
+    names = [w for w in args.workloads.split(",") if w]
+    if args.studies and "studies" not in names:
+        names.append("studies")
+    unknown = [w for w in names if w not in table]
+    if unknown:
+        ap.error(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(table)}")
+
+    with tempfile.TemporaryDirectory(prefix="kernbench-ab-") as tmp:
+        base_tree = Path(tmp) / "base"
+        base_id = export_commit(args.base, base_tree)
+        if args.head:
+            head_tree = Path(tmp) / "head"
+            head_id = export_commit(args.head, head_tree)
+        else:
+            head_tree, head_id = ROOT, "working tree"
+        trees = {"base": base_tree, "head": head_tree}
+        out: dict[str, object] = {"command": "python benchmarks/bench_ab.py " + " ".join(sys.argv[1:]),
+                                  "base": base_id, "head": head_id, "repeats": args.repeats, "workloads": {}}
+        print(f"base {base_id[:12]}  head {head_id if not args.head else head_id[:12]}  repeats {args.repeats}",
+              flush=True)
+        for name in names:
+            script, env = table[name]
+            walls: dict[str, list[float]] = {"base": [], "head": []}
+            procs: dict[str, list[float]] = {"base": [], "head": []}
+            results: dict[str, set[str]] = {"base": set(), "head": set()}
+            for i in range(args.repeats):
+                for side in (("base", "head") if i % 2 == 0 else ("head", "base")):  # alternate who goes first
+                    wall, proc, result = run_once(trees[side], script, env)
+                    walls[side].append(wall)
+                    procs[side].append(proc)
+                    results[side].add(json.dumps(result))
+            med = {s: statistics.median(walls[s]) for s in walls}
+            pmed = {s: statistics.median(procs[s]) for s in procs}
+            same = results["base"] == results["head"] and len(results["head"]) == 1
+            row = {"base_wall_s": med["base"], "head_wall_s": med["head"], "ratio": med["base"] / med["head"],
+                   "base_process_s": pmed["base"], "head_process_s": pmed["head"],
+                   "process_ratio": pmed["base"] / pmed["head"], "walls_s": walls, "same_result": same,
+                   "result": sorted(results["head"])}
+            out["workloads"][name] = row
+            print(f"{name:12s} base {med['base']:8.3f} s  head {med['head']:8.3f} s  ratio {row['ratio']:5.2f}x   "
+                  f"(whole process: {pmed['base']:.2f} s vs {pmed['head']:.2f} s, {row['process_ratio']:.2f}x)"
+                  f"{'' if same else '  RESULTS DIFFER'}", flush=True)
+    write_result(path, out)
+    return 0 if all(r["same_result"] for r in out["workloads"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
