@@ -4,7 +4,8 @@
     nox -s integration  end-to-end tests in tests/ (CLI and public API)
     nox -s lint         ruff
     nox -s demo         the main job on the default topology
-    nox -s docs         the Sphinx site, warnings as errors
+    nox -s docs         the Sphinx site, warnings as errors, checked in headless Chromium [-- sphinx-build options,
+                        e.g. --jobs 2]; KERNBENCH_DOCS_STUDIES=skip etc. leave parts out (ADR 0036)
     nox -s golden       golden op-log digests of every bench (-- --update rewrites them)
     nox -s mutation     the mutation score: realistic one-line bugs the tests must catch (tests/mutation/)
     nox -s benchmarks   simulator-speed benchmarks into out/benchmarks/ (not part of pass/fail)
@@ -42,7 +43,7 @@ TEST_DEPS = ["pytest>=8", "hypothesis>=6"]
 BROWSER_DEPS = ["selenium>=4.10"]
 #: Optional extras installed with a package wherever its tests run (the studies' Dask executor; the topology's
 #: drawing tests need matplotlib, its `draw` extra).
-EXTRAS = {"kernbench-topology": "[draw]", "kernbench-benches": "[dask]"}
+EXTRAS = {"kernbench-topology": "[draw]", "kernbench-studies": "[dask]"}
 #: The Debian packages of the report's TeX toolchain, one a line in .ci/tex-packages.txt (also read by .ci/run).
 TEX_PACKAGES = " ".join((Path(__file__).parent / ".ci" / "tex-packages.txt").read_text().split())
 
@@ -117,11 +118,67 @@ def mutation(session: nox.Session) -> None:
     session.run("python", "tests/mutation/mutate.py", *(session.posargs or ["--jobs", "2"]))
 
 
+#: What the docs site needs on top of the packages (ADR 0036): the theme, the copy buttons, the landing page's grid
+#: and tabs, the gallery (which runs examples/ with matplotlib); the browser tests run against the built site.
+DOCS_DEPS = ["sphinx>=7", "myst-parser>=2", "furo>=2024.8", "sphinx-copybutton>=0.5", "sphinx-design>=0.6",
+             "sphinx-gallery>=0.17"]
+DOCS_HTML = "docs/_build/html"
+DOCS_SCREENSHOTS = "out/docs-screenshots"
+
+
+def _study_estimate(session: nox.Session) -> None:
+    """Say before the build whether it must simulate study points, and roughly for how long: `kernbench study all
+    --dry-run` marks each point cached or not; each study's last results.json holds its points' wall times."""
+    import json
+    import re
+
+    if os.environ.get("KERNBENCH_DOCS_STUDIES") == "skip":
+        session.log("docs: KERNBENCH_DOCS_STUDIES=skip, the study pages will say they were not built")
+        return
+    out = session.run("kernbench", "study", "all", "--dry-run", silent=True) or ""
+    missing: dict[str, list[int]] = {}
+    for m in re.finditer(r"^(\w+)\[(\d+)\] .*: (.+)$", out, re.MULTILINE):
+        if m.group(3) != "cached":
+            missing.setdefault(m.group(1), []).append(int(m.group(2)))
+    if not missing:
+        session.log("docs: every study point is in the cache; the study pages only redraw their figures")
+        return
+    seconds = 0.0
+    for study, idx in missing.items():
+        try:
+            walls = json.loads(Path(f"out/studies/{study}/results.json").read_text())["provenance"]["run"]
+            walls = walls["point_wall_s"]
+        except (OSError, ValueError, KeyError):
+            walls = []
+        seconds += sum(walls[i] for i in idx if i < len(walls)) if walls else 60.0 * len(idx)
+    jobs = os.cpu_count() or 1
+    total = re.search(r"dry run: (\d+) points", out)
+    session.log(f"docs: {sum(map(len, missing.values()))} of {total.group(1) if total else '?'} study points are "
+                f"not cached ({', '.join(f'{k}: {len(v)}' for k, v in missing.items())}); the build simulates them "
+                f"first, about {max(seconds / jobs / 60, 1):.0f} min on {jobs} cores (KERNBENCH_DOCS_STUDIES=skip "
+                f"builds without them)")
+
+
 @nox.session
 def docs(session: nox.Session) -> None:
-    """Build the Sphinx + MyST site with warnings as errors into docs/_build/html."""
-    session.install("sphinx>=7", "myst-parser>=2", *[f"./packages/{n}" for n in PACKAGES])
-    session.run("sphinx-build", "-W", "--keep-going", "-b", "html", "docs", "docs/_build/html")
+    """Build the Sphinx + MyST site with warnings as errors into docs/_build/html, then check it in headless
+    Chromium (tests/test_docs_browser.py) and keep screenshots under out/docs-screenshots/.
+
+    Extra arguments go to sphinx-build (`-- --jobs 2` reads and writes pages in 2 processes). The build reuses the
+    study cache (it says first how many points it must simulate and roughly how long) and the gallery's (a script
+    runs again only when its text changes). KERNBENCH_DOCS_STUDIES=skip, KERNBENCH_DOCS_VIEWER=skip and
+    KERNBENCH_DOCS_GALLERY=skip leave out the studies, the links page's run and screenshot, and the gallery runs;
+    the pages then say so."""
+    import time
+
+    session.install(*DOCS_DEPS, *TEST_DEPS, *BROWSER_DEPS, *[f"./packages/{n}" for n in PACKAGES])
+    _study_estimate(session)
+    start = time.monotonic()
+    session.run("sphinx-build", "-W", "--keep-going", "-b", "html", *session.posargs, "docs", DOCS_HTML)
+    session.log(f"docs: sphinx-build took {time.monotonic() - start:.0f} s")
+    session.run("pytest", "tests/test_docs_browser.py", "-q", "-m", "slow", "-p", "no:cacheprovider",
+                env={"KERNBENCH_DOCS_HTML": DOCS_HTML, "KERNBENCH_DOCS_SCREENSHOTS": DOCS_SCREENSHOTS})
+    session.log(f"docs: site in {DOCS_HTML}/index.html, screenshots in {DOCS_SCREENSHOTS}/")
 
 
 @nox.session
@@ -166,7 +223,7 @@ def _ensure_debian_packages(session: nox.Session, commands: tuple[str, ...], pac
 def report(session: nox.Session) -> None:
     """The codesign report: the studies (cached), their figures, the generated LaTeX, then latexmk into
     out/report/build/kernbench-codesign-report.pdf. Installs TeX from Debian packages (apt-get) when missing.
-    The hand-written LaTeX is package data of kernbench-benches (its studies/report/tex/ folder, ADR 0030), so
+    The hand-written LaTeX is package data of kernbench-studies (its report/tex/ folder, ADR 0030), so
     the report is built from the sources installed into this session, as from any installed kernbench."""
     _ensure_debian_packages(session, ("latexmk", "pdflatex", "pdftotext"), TEX_PACKAGES)
     session.install(*[f"./packages/{n}{EXTRAS.get(n, '')}" for n in PACKAGES])
@@ -192,9 +249,14 @@ SMOKE = {
                           "    print(t.to_numpy(t.from_numpy(np.ones(4, np.float16)))[0])"),
     "kernbench-ccl": ("from kernbench.runtime import session\nwith session() as t:\n"
                       "    print(type(t.distributed).__name__)"),
-    # the report's LaTeX sources come with the wheel, so `kernbench report` builds from any folder
+    # the benches and the model layers draw nothing: no matplotlib comes with them
     "kernbench-benches": ("from kernbench.runtime.bench import discover; print(len(discover().benches), 'benches')\n"
-                          "from kernbench.benches.studies.report.build import source_dir\nsrc = source_dir(None)\n"
+                          "from kernbench.layers.attention import gqa_decode\n"
+                          "from kernbench.layers.tp import ParallelMLP\nimport importlib.util\n"
+                          "assert importlib.util.find_spec('matplotlib') is None, 'matplotlib came along'"),
+    # the report's LaTeX sources come with the wheel, so `kernbench report` builds from any folder
+    "kernbench-studies": ("from kernbench.studies.registry import study_names; print('studies:', *study_names())\n"
+                          "from kernbench.studies.report.build import source_dir\nsrc = source_dir(None)\n"
                           "assert (src / 'main.tex').is_file() and len(list((src / 'sections').glob('*.tex'))) >= 10\n"
                           "print('report sources:', src)"),
     "kernbench": "import kernbench.cli; print(kernbench.cli.__version__)",

@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 from _output import add_output_options, output_path, write_result
 
-from kernbench.benches.attention import gqa_decode
 from kernbench.benches.gqa_headline import PANELS, run_panel
+from kernbench.layers.attention import gqa_decode
 from kernbench.runtime import RuntimeContext
 from kernbench.runtime.bench import discover, run_bench
 from kernbench.topology import load_topology

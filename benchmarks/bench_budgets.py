@@ -71,8 +71,8 @@ def run_benches() -> list[dict]:
 
 
 def run_studies() -> list[dict]:
-    from kernbench.benches.studies.base import PointContext
-    from kernbench.benches.studies.registry import get_study, study_names
+    from kernbench.studies.base import PointContext
+    from kernbench.studies.registry import get_study, study_names
 
     ctx = PointContext(ROOT / "topologies")
     rows = []

@@ -37,10 +37,10 @@ def cli():
 
 @pytest.fixture(scope="session")
 def synthetic():
-    """The benches package's made-up study results (``studies_synthetic.py``: ``write_synthetic(folder)``), loaded
+    """The studies package's made-up study results (``studies_synthetic.py``: ``write_synthetic(folder)``), loaded
     from its file because that test folder is not a package."""
     spec = importlib.util.spec_from_file_location(
-        "studies_synthetic", ROOT / "packages" / "kernbench-benches" / "tests" / "studies_synthetic.py")
+        "studies_synthetic", ROOT / "packages" / "kernbench-studies" / "tests" / "studies_synthetic.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

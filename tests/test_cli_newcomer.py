@@ -95,7 +95,7 @@ def test_the_demo_says_what_it_does_before_each_step(monkeypatch):
     session = _Session()
     _noxfile(monkeypatch).demo(session)
     assert session.calls == [
-        ("log", "demo 1/4: installing the 7 kernbench packages and their dependencies (numpy, simpy, matplotlib, ...) "
+        ("log", "demo 1/4: installing the 8 kernbench packages and their dependencies (numpy, simpy, matplotlib, ...) "
                 "into this session's virtual environment; the first time this can take a few minutes and prints "
                 "nothing until it is done"),
         ("install", True),  # the install itself stays quiet

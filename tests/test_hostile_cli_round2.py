@@ -17,14 +17,14 @@ import numpy as np
 import pytest
 import yaml
 
-from kernbench.benches.studies import executors
-from kernbench.benches.studies.base import StudyError
 from kernbench.cli import run_cmd
 from kernbench.cli.main import main
 from kernbench.runtime import AllocationError, DPPolicy, session
 from kernbench.sim import SimulationLimitError
 from kernbench.sim.limits import DEFAULT_SESSION_TIMEOUT_S, Limits
 from kernbench.sim.links import MAX_JSON_DEPTH, LinksFileError, load_json
+from kernbench.studies import executors
+from kernbench.studies.base import StudyError
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TOPOLOGY = ROOT / "topologies" / "topology.yaml"
@@ -222,7 +222,7 @@ def test_a_missing_dask_extra_is_one_line_even_when_every_point_is_cached(monkey
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
     with pytest.raises(StudyError) as info:
         executors.connect("tcp://127.0.0.1:8786")
-    assert str(info.value) == "--executor dask needs the dask extra: pip install 'kernbench-benches[dask]'"
+    assert str(info.value) == "--executor dask needs the dask extra: pip install 'kernbench-studies[dask]'"
 
 
 def test_from_numpy_checks_the_device_before_making_a_view_contiguous(monkeypatch):
@@ -304,7 +304,7 @@ def test_the_run_gets_what_compilation_left_of_the_timeout():
 
 _ORPHANS = textwrap.dedent("""
     import os, sys, time
-    from kernbench.benches.studies import executors
+    from kernbench.studies import executors
     executors.PARENT_CHECK_S = 0.1
     if sys.argv[1] == "process":
         it = executors._process([(os.getpid, ())] * 8 + [(time.sleep, (120,))] * 2, 2)

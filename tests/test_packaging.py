@@ -111,6 +111,7 @@ def test_license_version_and_changelog_agree(name):
                                               ("kernbench-runtime", "kernbench.runtime"),
                                               ("kernbench-ccl", "kernbench.ccl"),
                                               ("kernbench-benches", "kernbench.benches"),
+                                              ("kernbench-studies", "kernbench.studies"),
                                               ("kernbench", "kernbench.cli")])
 def test_every_package_reports_its_version(name, module):
     import importlib
@@ -138,7 +139,7 @@ def test_drawing_is_an_extra_of_the_topology_compiler():
     topology = _project("kernbench-topology")
     assert "matplotlib" not in {_requirement_name(r) for r in topology["dependencies"]}
     assert [_requirement_name(r) for r in topology["optional-dependencies"]["draw"]] == ["matplotlib"]
-    for name in ("kernbench-benches", "kernbench"):
+    for name in ("kernbench-studies", "kernbench"):
         (req,) = [r for r in _project(name)["dependencies"] if _requirement_name(r) == "kernbench-topology"]
         assert req.startswith("kernbench-topology[draw]"), f"{name} draws but requires {req}"
 
@@ -208,7 +209,7 @@ def test_the_packaging_session_removes_its_temporary_folder(noxfile, fail_at):
 def test_the_report_install_hint_names_the_packages_ci_installs():
     """The installed report's hint (it cannot read .ci/) and .ci/tex-packages.txt (read by .ci/run and noxfile.py)
     name the same TeX packages; the CI list adds only poppler-utils, which the report's tests use."""
-    from kernbench.benches.studies.report.build import TEX_PACKAGES
+    from kernbench.studies.report.build import TEX_PACKAGES
 
     ci = (ROOT / ".ci" / "tex-packages.txt").read_text().split()
     assert set(ci) - set(TEX_PACKAGES.split()) == {"poppler-utils"} and set(TEX_PACKAGES.split()) <= set(ci)

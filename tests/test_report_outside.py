@@ -1,5 +1,5 @@
 """`kernbench report` run from a folder outside the repository, as after `pip install kernbench`: it finds the
-report sources installed with kernbench-benches, builds the PDF when TeX is there, says where the results came
+report sources installed with kernbench-studies, builds the PDF when TeX is there, says where the results came
 from on the title page, writes nothing where it runs, and leaves no kernbench-topologies-* temporary folder."""
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ def test_report_from_outside_the_repository(tmp_path, synthetic):
     assert list(elsewhere.iterdir()) == []
     assert [p.name for p in temp.iterdir() if p.name.startswith("kernbench")] == []
     assert (out / "tex" / "main.tex").read_text() == (
-        ROOT / "packages" / "kernbench-benches" / "src" / "kernbench" / "benches" / "studies" / "report" / "tex" /
+        ROOT / "packages" / "kernbench-studies" / "src" / "kernbench" / "studies" / "report" / "tex" /
         "main.tex").read_text()
     if HAVE_TEX:
         pdf = out / "build" / "kernbench-codesign-report.pdf"
         text = subprocess.run(["pdftotext", "-l", "1", str(pdf), "-"], capture_output=True, text=True,
                               check=True).stdout
         text = re.sub(r"\s+", " ", text)
-        assert "Results of kernbench study all from the installed kernbench-benches test (not a git clone)" in text
+        assert "Results of kernbench study all from the installed kernbench-studies test (not a git clone)" in text
         assert "commit none" not in text

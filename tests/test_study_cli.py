@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from kernbench.benches.studies import allreduce_links
+from kernbench.studies import allreduce_links
 
 ROOT = Path(__file__).resolve().parents[1]
 

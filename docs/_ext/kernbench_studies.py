@@ -77,8 +77,8 @@ def _figure_block(spec, rel: str) -> str:
 
 def study_page(doc: dict, figures_rel: str) -> str:
     """A study's page: what it runs, the command, provenance, figures with captions, tables."""
-    from kernbench.benches.studies.figures import figures_of
-    from kernbench.benches.studies.report import allreduce_tex, gemm_tex, gqa_tex
+    from kernbench.studies.figures import figures_of
+    from kernbench.studies.registry import get_study, is_registered, load_ref
 
     prov = doc["provenance"]
     description = doc["description"][:1].upper() + doc["description"][1:]
@@ -87,8 +87,8 @@ def study_page(doc: dict, figures_rel: str) -> str:
              f"`results.csv`; `kernbench study --help` lists the options). This page was generated from those "
              f"results: {len(doc['points'])} points, kernbench source digest `{prov['source_sha256'][:12]}`, "
              f"commit `{(prov.get('git_commit') or 'none')[:12]}`.\n"]
-    tables = {"gemm": gemm_tex.tables, "allreduce": allreduce_tex.tables,
-              "gqa": gqa_tex.tables}.get(doc["study"], lambda d: [])(doc)
+    report = get_study(doc["study"]).report if is_registered(doc["study"]) else None
+    tables = load_ref(report.tables)(doc) if report is not None and report.tables else []
     lines.append("## Figures\n")
     for spec in figures_of(doc["study"]):
         lines.append(_figure_block(spec, figures_rel))
@@ -117,7 +117,7 @@ def _generate(app: Sphinx, config: Config) -> None:
     srcdir = Path(app.srcdir)
     repo = srcdir.parent
     _write_if_changed(srcdir / "adr" / "records.md", adr_index_page(repo))
-    from kernbench.benches.studies.registry import resolve, study_names
+    from kernbench.studies.registry import resolve, study_names
 
     pages = srcdir / "studies"
     if "gqa" not in study_names():
@@ -127,9 +127,9 @@ def _generate(app: Sphinx, config: Config) -> None:
             _write_if_changed(pages / f"{name}.md", not_run_page(name, "This docs build skipped the studies "
                                                                          "(KERNBENCH_DOCS_STUDIES=skip)."))
         return
-    from kernbench.benches.studies.figures import render_study
-    from kernbench.benches.studies.results import load
-    from kernbench.benches.studies.runner import RunOptions, run_studies
+    from kernbench.studies.figures import render_study
+    from kernbench.studies.results import load
+    from kernbench.studies.runner import RunOptions, run_studies
 
     old = Path.cwd()
     os.chdir(repo)  # the study runner's defaults (topologies/, out/studies/) are relative to the repository root

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-BENCHES = "packages/kernbench-benches/src/kernbench/benches"
+LAYERS = "packages/kernbench-benches/src/kernbench/layers"
+STUDIES = "packages/kernbench-studies/src/kernbench/studies"
 CCL = "packages/kernbench-ccl/src/kernbench/ccl"
 COMPONENTS = "packages/kernbench-components/src/kernbench/components"
 RUNTIME = "packages/kernbench-runtime/src/kernbench/runtime"
@@ -25,6 +26,7 @@ TOPOLOGY = "packages/kernbench-topology/src/kernbench/topology"
 CLI = "packages/kernbench/src/kernbench/cli"
 
 BENCHES_TESTS = "packages/kernbench-benches/tests"
+STUDIES_TESTS = "packages/kernbench-studies/tests"
 CCL_TESTS = "packages/kernbench-ccl/tests"
 COMPONENTS_TESTS = "packages/kernbench-components/tests"
 RUNTIME_TESTS = "packages/kernbench-runtime/tests"
@@ -32,9 +34,9 @@ SIM_TESTS = "packages/kernbench-sim/tests"
 TOPOLOGY_TESTS = "packages/kernbench-topology/tests"
 CLI_TESTS = "packages/kernbench/tests"
 
-#: The seven distributions, keyed by the folder under ``packages/`` (every one must have a mutation).
+#: The eight distributions, keyed by the folder under ``packages/`` (every one must have a mutation).
 PACKAGES = ("kernbench-topology", "kernbench-sim", "kernbench-components", "kernbench-runtime", "kernbench-ccl",
-            "kernbench-benches", "kernbench")
+            "kernbench-benches", "kernbench-studies", "kernbench")
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ------------------------------------------------------------------ named by the issue
     Mutation(
         "benches-ring-causal-skip",
-        f"{BENCHES}/attention/ring_kernel.py",
+        f"{LAYERS}/attention/ring_kernel.py",
         "if config.causal and a.k0 > rb.pmax:",
         "if config.causal and a.k0 >= rb.pmax:",
         "ring prefill skips a KV tile whose first key sits exactly at the block's last row position",
@@ -68,35 +70,35 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "benches-results-accept-nonfinite",
-        f"{BENCHES}/studies/results.py",
+        f"{STUDIES}/results.py",
         "if isinstance(value, float) and not math.isfinite(value):",
         "if isinstance(value, int) and not math.isfinite(value):",
         "results.load checks the wrong type, so NaN and inf float values pass validation",
-        (f"{BENCHES_TESTS}/test_studies_report.py::test_results_round_trip_and_csv",
-         f"{BENCHES_TESTS}/test_studies_report.py::test_a_bad_results_file_is_a_schema_error",
-         f"{BENCHES_TESTS}/test_studies_report.py::test_a_non_finite_point_value_is_refused_by_name",
-         f"{BENCHES_TESTS}/test_studies_report.py::test_missing_or_broken_results_files"),
+        (f"{STUDIES_TESTS}/test_studies_report.py::test_results_round_trip_and_csv",
+         f"{STUDIES_TESTS}/test_studies_report.py::test_a_bad_results_file_is_a_schema_error",
+         f"{STUDIES_TESTS}/test_studies_report.py::test_a_non_finite_point_value_is_refused_by_name",
+         f"{STUDIES_TESTS}/test_studies_report.py::test_missing_or_broken_results_files"),
         issue=True,
     ),
     Mutation(
         "benches-grounding-escaped-percent",
-        f"{BENCHES}/studies/report/grounding.py",
+        f"{STUDIES}/report/grounding.py",
         '_COMMENT = re.compile(r"(?<!\\\\)%.*$", re.MULTILINE)',
         '_COMMENT = re.compile(r"%.*$", re.MULTILINE)',
         "the grounding check treats an escaped \\% as a comment and hides the numbers after it",
-        (f"{BENCHES_TESTS}/test_studies_report.py::test_the_report_sections_contain_no_hand_typed_number",
-         f"{BENCHES_TESTS}/test_studies_report.py::test_grounding_catches_a_planted_latency",
-         f"{BENCHES_TESTS}/test_studies_report.py::test_grounding_allow_list",
-         f"{BENCHES_TESTS}/test_studies_report.py::test_grounding_tells_an_escaped_percent_from_a_comment"),
+        (f"{STUDIES_TESTS}/test_studies_report.py::test_the_report_sections_contain_no_hand_typed_number",
+         f"{STUDIES_TESTS}/test_studies_report.py::test_grounding_catches_a_planted_latency",
+         f"{STUDIES_TESTS}/test_studies_report.py::test_grounding_allow_list",
+         f"{STUDIES_TESTS}/test_studies_report.py::test_grounding_tells_an_escaped_percent_from_a_comment"),
         issue=True,
     ),
     Mutation(
         "benches-allreduce-model-drops-alpha",
-        f"{BENCHES}/studies/allreduce_model.py",
+        f"{STUDIES}/allreduce_model.py",
         "fixed = self.c + self.o + wr.alpha_ns + rd.alpha_ns",
         "fixed = self.c + self.o + rd.alpha_ns",
         "the α–β model's message term drops the write route's latency α_w",
-        (f"{BENCHES_TESTS}/test_studies_allreduce.py",),
+        (f"{STUDIES_TESTS}/test_studies_allreduce.py",),
         issue=True,
     ),
     Mutation(
@@ -178,7 +180,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "topology-resolve-range-end-off-by-one",
-        f"{TOPOLOGY}/routing.py",
+        f"{TOPOLOGY}/resolver.py",
         "end = a.offset + max(nbytes, 1) - 1",
         "end = a.offset + max(nbytes, 1)",
         "address resolution takes one byte past a range's end, refusing transfers that end exactly at a slice end",
@@ -363,27 +365,27 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ------------------------------------------------------------------ benches
     Mutation(
         "benches-gemm-model-pipeline-count",
-        f"{BENCHES}/studies/gemm_model.py",
+        f"{STUDIES}/gemm_model.py",
         "(tiles - 1) * means[bottleneck]",
         "tiles * means[bottleneck]",
         "the GEMM pipeline model paces all n tiles by the bottleneck instead of the n - 1 after the first",
-        (f"{BENCHES_TESTS}/test_studies_gemm.py", f"{BENCHES_TESTS}/test_mutation_gaps.py"),
+        (f"{STUDIES_TESTS}/test_studies_gemm.py", f"{STUDIES_TESTS}/test_mutation_gaps.py"),
     ),
     Mutation(
         "benches-cache-digest-ignores-bytes",
-        f"{BENCHES}/studies/cache.py",
+        f"{STUDIES}/cache.py",
         'h.update(name.encode() + b"\\0" + hashlib.sha256(path.read_bytes()).digest())',
         'h.update(name.encode() + b"\\0")',
         "the study cache's source digest hashes file names only, so an edited source reuses stale results",
-        (f"{BENCHES_TESTS}/test_studies_runner.py", f"{BENCHES_TESTS}/test_mutation_gaps.py"),
+        (f"{STUDIES_TESTS}/test_studies_runner.py", f"{STUDIES_TESTS}/test_mutation_gaps.py"),
     ),
     Mutation(
         "benches-runner-out-dir-swapped",
-        f"{BENCHES}/studies/runner.py",
+        f"{STUDIES}/runner.py",
         "return Path(options.out) / study.name if several else Path(options.out)",
         "return Path(options.out) / study.name if not several else Path(options.out)",
         "--out gets a per-study subfolder for one study and none when several studies share it",
-        (f"{BENCHES_TESTS}/test_studies_runner.py", f"{BENCHES_TESTS}/test_mutation_gaps.py"),
+        (f"{STUDIES_TESTS}/test_studies_runner.py", f"{STUDIES_TESTS}/test_mutation_gaps.py"),
     ),
     # ------------------------------------------------------------------ cli
     Mutation(

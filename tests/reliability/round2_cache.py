@@ -30,7 +30,7 @@ STUDY_DRY = ("study", "gemm", *WHERE, "--topologies", "{tmp}/topologies", "--dry
 REPORT = ("report", "--studies", "{tmp}/studies", "--out", "{tmp}/report", "--no-pdf")
 ENTRY = ((r"cache entry \S+ is corrupt", "cache entry <cache>/studies/<key>.json is corrupt"),)
 
-BENCH_TESTS = "packages/kernbench-benches/tests/"
+BENCH_TESTS = "packages/kernbench-studies/tests/"
 CACHE_TESTS = BENCH_TESTS + "test_cache_integrity.py::"
 RESULTS_TESTS = BENCH_TESTS + "test_results_integrity.py::"
 MESH_TESTS = "packages/kernbench-topology/tests/test_mesh_cache_integrity.py::"
@@ -38,8 +38,8 @@ MESH_TESTS = "packages/kernbench-topology/tests/test_mesh_cache_integrity.py::"
 
 def _entry_path(topologies: Path) -> tuple[Path, object]:
     """The cache entry of the one gemm point the cases select, and its key parts (cache: ``$KERNBENCH_CACHE_DIR``)."""
-    from kernbench.benches.studies.cache import ResultCache, key_parts
-    from kernbench.benches.studies.registry import get_study
+    from kernbench.studies.cache import ResultCache, key_parts
+    from kernbench.studies.registry import get_study
 
     study = get_study("gemm")
     (point,) = [p for p in study.grid() if dict(p.params) == {"series": "shapes", "topology": "topology.yaml",
@@ -75,8 +75,8 @@ def gemm_results(edit: Callable[[dict], None] | None = None, data: bytes | None 
     def make(_tmp: Path) -> bytes:
         if data is not None:
             return data
-        from kernbench.benches.studies import results as res
-        from kernbench.benches.studies.registry import get_study
+        from kernbench.studies import results as res
+        from kernbench.studies.registry import get_study
 
         study = get_study("gemm")
         points = [{"labels": dict(p.labels), "params": dict(p.params),

@@ -126,7 +126,7 @@ def extend(cat: ModuleType) -> None:
             TESTS + "test_a_bench_or_parameter_of_thousands_of_digits_is_one_line"),
         api("api-dask-extra-missing", sec_other, "a `--scheduler` study whose points are all cached, without the "
             "dask extra (ModuleNotFoundError: distributed before)",
-            "--executor dask needs the dask extra: pip install 'kernbench-benches[dask]'",
+            "--executor dask needs the dask extra: pip install 'kernbench-studies[dask]'",
             TESTS + "test_a_missing_dask_extra_is_one_line_even_when_every_point_is_cached"),
         api("api-from-numpy-broadcast", cat.SEC_DATA, "`torch.from_numpy` of a 128 GiB broadcast view (made "
             "contiguous, 128 GiB of host memory, before the device check): the device refuses it first",

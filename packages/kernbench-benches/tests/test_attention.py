@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from kernbench.benches._attention import K_TRANSPOSED, KERNELS
 from kernbench.benches.gqa_decode_single_pe import attention_reference
+from kernbench.layers.attention.local import K_TRANSPOSED, flash_decode
 from kernbench.runtime import DPPolicy, RuntimeContext
 from kernbench.runtime.bench import discover, run_bench
 from kernbench.topology import compile_spec, spec_from_dict
@@ -29,9 +29,9 @@ def _decode(graph, variant, s_kv, g, d=64, tile=64, seed=0, data=True, keep=None
     k_layout = np.ascontiguousarray(k_np.T) if variant in K_TRANSPOSED else k_np
     q, k, v = (ctx.from_numpy(x, one) for x in (q_np, k_layout, v_np))
     out = ctx.empty((g, d), "float32", one)
-    kernel = KERNELS[variant]
     scale = 1.0 / math.sqrt(d)
-    res = ctx.wait(ctx.launch("decode", lambda tl, q, k, v, o: kernel(tl, q, k, v, o, tile, scale), q, k, v, out))
+    res = ctx.wait(ctx.launch("decode", lambda tl, q, k, v, o: flash_decode(tl, q, k, v, o, variant=variant, tile=tile,
+                                                                            scale=scale), q, k, v, out))
     if keep is not None:
         keep.update(ctx=ctx, v=v)
     got = ctx.to_numpy(out) if data else None
@@ -116,7 +116,7 @@ def test_scratch_stays_bounded_at_long_context(graph):
     used = []
 
     def kernel(tl, q, k, v, o):
-        KERNELS["opt3"](tl, q, k, v, o, 64, 0.125)
+        flash_decode(tl, q, k, v, o, variant="opt3", tile=64, scale=0.125)
         used.append(tl.scratch_used)
 
     ctx.wait(ctx.launch("decode", kernel, q, k, v, out))

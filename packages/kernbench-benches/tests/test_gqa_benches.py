@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernbench.benches.attention import PARTITIONS
+from kernbench.layers.attention import PARTITIONS
 from kernbench.runtime.bench import discover, run_bench
 from kernbench.topology import compile_spec, spec_from_dict
 

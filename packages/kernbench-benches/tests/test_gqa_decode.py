@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from kernbench.benches.attention import PARTITIONS, VARIANTS, attention_reference, gqa_decode
-from kernbench.benches.attention.benchkit import TOLERANCE, inputs
-from kernbench.benches.attention.problem import check_problem
-from kernbench.benches.attention.tree_plan import plan_tree
 from kernbench.components.launch import KernelError
+from kernbench.layers.attention import PARTITIONS, VARIANTS, attention_reference, gqa_decode
+from kernbench.layers.attention.benchkit import TOLERANCE, inputs
+from kernbench.layers.attention.problem import check_problem
+from kernbench.layers.attention.tree_plan import plan_tree
 from kernbench.runtime import RuntimeContext
 from kernbench.tl.scratch import ScratchArena
 from kernbench.topology import compile_spec, spec_from_dict

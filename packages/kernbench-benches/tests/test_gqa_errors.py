@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernbench.benches.attention import (
+from kernbench.layers.attention import (
     AttentionConfigError,
     AttentionError,
     AttentionShapeError,
     gqa_decode,
     gqa_prefill,
 )
-from kernbench.benches.attention.benchkit import inputs
+from kernbench.layers.attention.benchkit import inputs
 from kernbench.runtime import RuntimeContext
 from kernbench.topology import compile_spec, spec_from_dict
 from kernbench.topology.errors import KernbenchError

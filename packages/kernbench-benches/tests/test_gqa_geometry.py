@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from kernbench.benches.attention.benchkit import inputs
-from kernbench.benches.attention.geometry import cube_groups, grid_tree, group_sizes, ring_order
-from kernbench.benches.attention.problem import check_problem
-from kernbench.benches.attention.ring_plan import plan_ring
-from kernbench.benches.attention.tree_plan import PARTITIONS, plan_tree
+from kernbench.layers.attention.benchkit import inputs
+from kernbench.layers.attention.geometry import cube_groups, grid_tree, group_sizes, ring_order
+from kernbench.layers.attention.problem import check_problem
+from kernbench.layers.attention.ring_plan import plan_ring
+from kernbench.layers.attention.tree_plan import PARTITIONS, plan_tree
 from kernbench.topology import spec_from_dict
 
 SPEC = spec_from_dict({})

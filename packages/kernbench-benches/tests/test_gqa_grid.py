@@ -12,8 +12,8 @@ import zlib
 import numpy as np
 import pytest
 
-from kernbench.benches.attention import PARTITIONS, VARIANTS, attention_reference, gqa_decode, gqa_prefill
-from kernbench.benches.attention.benchkit import TOLERANCE, inputs
+from kernbench.layers.attention import PARTITIONS, VARIANTS, attention_reference, gqa_decode, gqa_prefill
+from kernbench.layers.attention.benchkit import TOLERANCE, inputs
 from kernbench.runtime import RuntimeContext
 from kernbench.topology import compile_spec, spec_from_dict
 

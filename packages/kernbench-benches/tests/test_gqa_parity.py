@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernbench.benches.attention import PARTITIONS, gqa_decode, gqa_prefill
-from kernbench.benches.attention.benchkit import inputs
+from kernbench.layers.attention import PARTITIONS, gqa_decode, gqa_prefill
+from kernbench.layers.attention.benchkit import inputs
 from kernbench.runtime import RuntimeContext
 from kernbench.topology import compile_spec, spec_from_dict
 

@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from kernbench.benches.attention import attention_reference, gqa_prefill
-from kernbench.benches.attention.benchkit import TOLERANCE, inputs
-from kernbench.benches.attention.geometry import cube_groups, ring_order
-from kernbench.benches.attention.problem import DEFAULT_TILE, check_problem
-from kernbench.benches.attention.ring_plan import plan_ring
+from kernbench.layers.attention import attention_reference, gqa_prefill
+from kernbench.layers.attention.benchkit import TOLERANCE, inputs
+from kernbench.layers.attention.geometry import cube_groups, ring_order
+from kernbench.layers.attention.problem import DEFAULT_TILE, check_problem
+from kernbench.layers.attention.ring_plan import plan_ring
 from kernbench.runtime import RuntimeContext
 from kernbench.topology import compile_spec, spec_from_dict
 

@@ -286,7 +286,7 @@ def test_line_ticker_rate_and_stage_lines():
 
 
 def test_study_figures_are_announced_with_their_time(tmp_path, monkeypatch):
-    from kernbench.benches.studies import figures, results
+    from kernbench.studies import figures, results
 
     clock = FakeClock(0.0)
 
@@ -308,8 +308,8 @@ def test_study_figures_are_announced_with_their_time(tmp_path, monkeypatch):
 
 
 def test_the_report_command_announces_its_long_stages(tmp_path, monkeypatch, capsys):
-    from kernbench.benches.studies import results
-    from kernbench.benches.studies.report import build
+    from kernbench.studies import results
+    from kernbench.studies.report import build
 
     loaded = []
     gen = types.SimpleNamespace(main=tmp_path / "r" / "tex" / "main.tex", numbers=types.SimpleNamespace(items=[1, 2]))

@@ -37,28 +37,43 @@ PARAMS = (
 )
 
 
+def all_reduce_sips(torch, nbytes: int, kind: str, algorithm: str | None = None, *,
+                    values: bool = True) -> tuple[float, dict[int, np.ndarray]]:
+    """Spawn one rank per SIP; each all-reduces a ``[cubes, nbytes / 2]`` f16 tensor split row-wise over its
+    SIP's cubes (PE 0 of each), its IPCQ receive rings in ``kind`` memory. ``values`` True fills the inputs with
+    :func:`rank_values` (and, in data mode, returns what every rank holds afterwards); False leaves them
+    uninitialised (timing only, nothing copied in). Returns ``(allreduce_ns, outputs)``: the earliest PE start
+    to the latest PE end over all ranks, and ``rank -> result`` (empty unless ``values`` and data mode). The
+    bench and the all-reduce study both measure through this function."""
+    spec = torch.spec
+    world, cubes, n = spec.system.sips.count, spec.cubes_per_sip, nbytes // 2
+    outputs: dict[int, np.ndarray] = {}
+
+    def worker(rank: int) -> None:
+        torch.ahbm.set_device(rank)
+        torch.distributed.init_process_group(backend="ahbm", buffer_kind=kind, algorithm=algorithm)
+        if values:
+            t = torch.from_numpy(rank_values(rank, cubes, n), SHARDS)
+        else:
+            t = torch.empty((cubes, n), "float16", SHARDS)
+        torch.distributed.all_reduce(t)
+        if values and torch.data:
+            outputs[rank] = torch.peek(t)
+
+    torch.multiprocessing.spawn(worker, nprocs=world)
+    return collective_span_ns([res for _, res in torch.distributed.results]), outputs
+
+
 @bench(name="ccl-allreduce", description="all-reduce over every SIP with the ahbm backend", params=PARAMS)
 def run(torch, p):
     """Spawn one rank per SIP, all-reduce a tensor of BYTES per PE, verify in data mode."""
     nbytes = p.BYTES
     if nbytes % 2:
         raise BenchError(f"BYTES={nbytes} must be even (f16 values)")
-    kind = p.BUFFER
-    algorithm = p.ALGORITHM or None
     spec = torch.spec
     world, cubes, n = spec.system.sips.count, spec.cubes_per_sip, nbytes // 2
-    outputs = {}
-
-    def worker(rank: int) -> None:
-        torch.ahbm.set_device(rank)
-        torch.distributed.init_process_group(backend="ahbm", buffer_kind=kind, algorithm=algorithm)
-        t = torch.from_numpy(rank_values(rank, cubes, n), SHARDS)
-        torch.distributed.all_reduce(t)
-        if torch.data:
-            outputs[rank] = torch.peek(t)
-
-    torch.multiprocessing.spawn(worker, nprocs=world)
-    torch.report_metric("allreduce_ns", collective_span_ns([res for _, res in torch.distributed.results]))
+    measured, outputs = all_reduce_sips(torch, nbytes, p.BUFFER, p.ALGORITHM or None)
+    torch.report_metric("allreduce_ns", measured)
     if torch.data:
         total = sum(rank_values(r, cubes, n).astype(np.float64).sum(axis=0) for r in range(world))
         for rank, got in outputs.items():

@@ -1,4 +1,4 @@
-"""Fused GQA decode across PEs and cubes (``kernbench.benches.attention.gqa_decode``).
+"""Fused GQA decode across PEs and cubes (``kernbench.layers.attention.gqa_decode``).
 
 Parameters (``-p NAME=VALUE``, or the environment variable ``GQA_NAME``):
 ``GQA_PARTITION`` (``single_pe``, ``cube_sp_pe_tp``, ``cube_repl_pe_tp``,
@@ -15,8 +15,8 @@ With ``--data`` the output is checked against ``softmax(Q Kᵀ / √d) V`` in nu
 
 from __future__ import annotations
 
-from kernbench.benches.attention import PARTITIONS, VARIANTS, gqa_decode
-from kernbench.benches.attention.benchkit import check, inputs, report
+from kernbench.layers.attention import PARTITIONS, VARIANTS, gqa_decode
+from kernbench.layers.attention.benchkit import check, inputs, report
 from kernbench.runtime.bench import bench
 from kernbench.runtime.params import Param
 

@@ -4,7 +4,8 @@ Parameters (``-p NAME=VALUE`` or the environment variable): ``SKV`` (``GQA_SKV``
 default 1024), ``G`` (``GQA_G``, query heads per KV head, default 8), ``DHEAD`` (``GQA_DHEAD``, head
 dimension, default 64), ``TILE`` (``GQA_TILE``, K/V rows per tile, default 64), ``VARIANT``
 (``GQA_VARIANT``: ``opt1`` primitive ops per tile, ``opt2`` two composites per tile,
-``opt3`` software-pipelined; default ``opt3``). Q is ``[G, d]`` f16, K and V ``[S_kv, d]`` f16
+``opt3`` software-pipelined; default ``opt3``; the loop is the attention layer's,
+:func:`kernbench.layers.attention.local.flash_decode`). Q is ``[G, d]`` f16, K and V ``[S_kv, d]`` f16
 (opt2 reads K from a transposed ``[d, S_kv]`` copy), the output ``[G, d]`` f32.
 With ``--data`` the bench checks the output against ``softmax(Q K^T / sqrt(d)) V`` in numpy.
 """
@@ -15,7 +16,8 @@ import math
 
 import numpy as np
 
-from kernbench.benches._attention import K_TRANSPOSED, KERNELS, VARIANTS
+from kernbench.layers.attention.local import K_TRANSPOSED, flash_decode
+from kernbench.layers.attention.tree_plan import VARIANTS
 from kernbench.runtime import DPPolicy
 from kernbench.runtime.bench import BenchError, bench
 from kernbench.runtime.params import Param
@@ -54,9 +56,9 @@ def run(torch, p):
     k_layout = np.ascontiguousarray(k_np.T) if variant in K_TRANSPOSED else k_np
     q, k, v = (torch.from_numpy(x, one) for x in (q_np, k_layout, v_np))
     out = torch.empty((g, d), "float32", one)
-    kernel = KERNELS[variant]
     scale = 1.0 / math.sqrt(d)
-    torch.wait(torch.launch("gqa-decode", lambda tl, q, k, v, o: kernel(tl, q, k, v, o, tile, scale), q, k, v, out))
+    torch.wait(torch.launch("gqa-decode", lambda tl, q, k, v, o: flash_decode(tl, q, k, v, o, variant=variant,
+                                                                              tile=tile, scale=scale), q, k, v, out))
     if torch.data:
         got, want = torch.peek(out), attention_reference(q_np, k_np, v_np)
         err = float(np.abs(got - want).max())

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernbench.benches.attention import AttentionResult, gqa_decode, gqa_prefill
-from kernbench.benches.attention.benchkit import check, inputs, report
+from kernbench.layers.attention import AttentionResult, gqa_decode, gqa_prefill
+from kernbench.layers.attention.benchkit import check, inputs, report
 from kernbench.runtime.bench import BenchError, bench
 from kernbench.runtime.params import Param
 

@@ -1,4 +1,4 @@
-"""Fused causal GQA prefill across PEs and cubes (``kernbench.benches.attention.gqa_prefill``).
+"""Fused causal GQA prefill across PEs and cubes (``kernbench.layers.attention.gqa_prefill``).
 
 Parameters (``-p NAME=VALUE``, or the environment variable ``GQA_NAME``):
 ``GQA_MODE`` (``short`` or ``ring``; default ``ring``), ``GQA_USERS`` (users C,
@@ -13,8 +13,8 @@ against numpy. Metrics as for ``gqa-decode``: ``latency_ns``, ``pes_active``,
 
 from __future__ import annotations
 
-from kernbench.benches.attention import MODES, gqa_prefill
-from kernbench.benches.attention.benchkit import check, inputs, report
+from kernbench.layers.attention import MODES, gqa_prefill
+from kernbench.layers.attention.benchkit import check, inputs, report
 from kernbench.runtime.bench import bench
 from kernbench.runtime.params import Param
 

@@ -13,7 +13,7 @@ import numpy as np
 
 import kernbench.ccl  # noqa: F401  (adds torch.distributed and torch.multiprocessing)
 from kernbench.ccl import collective_span_ns
-from kernbench.ccl.tp import TP_POLICY, ParallelMLP
+from kernbench.layers.tp import TP_POLICY, ParallelMLP
 from kernbench.runtime.bench import BenchError, bench
 from kernbench.runtime.params import Param
 

@@ -1,4 +1,4 @@
-"""kernbench.ccl — collectives: neighbour tables, the rank = SIP launcher, the ``ahbm`` backend, tensor parallelism.
+"""kernbench.ccl — collectives: neighbour tables, the rank = SIP launcher, the ``ahbm`` backend.
 
 Installing this package adds, through the entry-point group
 ``kernbench.runtime_extensions`` (no import needed), these namespaces to

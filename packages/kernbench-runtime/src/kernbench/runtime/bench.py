@@ -156,7 +156,7 @@ def _collect(target: str) -> list[BenchInfo]:
     if not hasattr(root, "__path__"):  # a single module
         return found
     for mod_info in sorted(pkgutil.iter_modules(root.__path__), key=lambda m: m.name):
-        if mod_info.name.startswith("_") or mod_info.ispkg:  # sub-packages are libraries (attention, studies)
+        if mod_info.name.startswith("_") or mod_info.ispkg:  # sub-packages are libraries a bench imports, not benches
             continue
         module = importlib.import_module(f"{target}.{mod_info.name}")
         benches = _benches_of(module)

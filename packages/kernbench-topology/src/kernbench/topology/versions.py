@@ -6,7 +6,7 @@ from importlib import metadata
 
 #: The distributions of this project, in dependency order.
 DISTRIBUTIONS = ("kernbench-topology", "kernbench-sim", "kernbench-components", "kernbench-runtime",
-                 "kernbench-ccl", "kernbench-benches", "kernbench")
+                 "kernbench-ccl", "kernbench-benches", "kernbench-studies", "kernbench")
 
 
 def installed() -> dict[str, str | None]:

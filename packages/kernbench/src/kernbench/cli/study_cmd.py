@@ -8,7 +8,7 @@ because …`` and runs nothing.
 
 Long stages say on stderr when they start and end (figures being drawn,
 latexmk running); the points' progress is a bar on a terminal and plain
-lines every few seconds elsewhere (:mod:`kernbench.benches.studies.progress`).
+lines every few seconds elsewhere (:mod:`kernbench.studies.progress`).
 
 ``kernbench report`` draws the report's figures from the results files,
 writes the generated LaTeX (numbers, claims, tables, the hardware table),
@@ -22,10 +22,10 @@ import sys
 import time
 from pathlib import Path
 
-from kernbench.benches.studies.executors import EXECUTORS
-from kernbench.benches.studies.registry import resolve, study_names
-from kernbench.benches.studies.runner import RunOptions, parse_where, plan, run
 from kernbench.cli.progress import announce
+from kernbench.studies.executors import EXECUTORS
+from kernbench.studies.registry import resolve, study_names
+from kernbench.studies.runner import RunOptions, parse_where, plan, run
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> list[argparse.ArgumentParser]:
@@ -58,7 +58,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> list[argparse.ArgumentParser
                    help="folder holding one results folder per study (default: %(default)s)")
     r.add_argument("--source", default=None, metavar="DIR",
                    help="report sources: main.tex, sections/, reference/ (default: those installed with "
-                        "kernbench-benches)")
+                        "kernbench-studies)")
     r.add_argument("--out", default="out/report", metavar="DIR", help="output folder (default: %(default)s)")
     r.add_argument("--topologies", default=None, metavar="DIR",
                    help="folder holding the topology files (default: ./topologies, else the repository's or the "
@@ -119,8 +119,8 @@ def run_study_command(args: argparse.Namespace) -> int:
 def draw_figures(runs, topology_dir: Path, stream=None, clock=time.perf_counter) -> int:
     """Draw each run study's figures beside its results, saying on stderr (``stream``) when each study's drawing
     starts and ends (drawing takes seconds and prints nothing itself); returns the number of figure files."""
-    from kernbench.benches.studies.figures import render_study
-    from kernbench.benches.studies.results import load
+    from kernbench.studies.figures import render_study
+    from kernbench.studies.results import load
 
     total = 0
     for r in runs:
@@ -135,21 +135,21 @@ def draw_figures(runs, topology_dir: Path, stream=None, clock=time.perf_counter)
 
 def run_report_command(args: argparse.Namespace) -> int:
     """``kernbench report``: generated LaTeX and figures from the results, then latexmk (unless --no-pdf)."""
-    from kernbench.benches.studies.report.build import no_empty_folders_on_failure
+    from kernbench.studies.report.build import no_empty_folders_on_failure
 
     with no_empty_folders_on_failure(args.out):  # a failed run leaves no empty out/report behind
         return _report(args)
 
 
 def _report(args: argparse.Namespace) -> int:
-    from kernbench.benches.studies.report.build import build_pdf, generate, latexmk, pdf_stats
     from kernbench.cli.paths import output_dir
+    from kernbench.studies.report.build import build_pdf, generate, latexmk, pdf_stats
 
     output_dir(args.out, "--out")
     t0 = time.perf_counter()
     if not args.no_pdf:
         latexmk()  # fail before generating anything when TeX is missing
-    from kernbench.benches.studies.results import RESULTS_JSON, load
+    from kernbench.studies.results import RESULTS_JSON, load
 
     for name in study_names():  # a missing or malformed results file: one error line, before the progress lines
         load(Path(args.studies) / name / RESULTS_JSON)

@@ -1,0 +1,117 @@
+"""All-reduce study figures: latency vs payload per topology and per buffer kind, and the HBM sensitivity panel."""
+
+from __future__ import annotations
+
+from matplotlib.ticker import FuncFormatter, NullFormatter
+
+from kernbench.studies.figures.common import COLORS, TOPOLOGY_ORDER, FigureSpec, kib, new_figure, topology_color
+from kernbench.studies.results import select
+from kernbench.topology.sip_topologies import TORUS_2D
+
+COMMAND = "kernbench study allreduce"
+KINDS = ("tcm", "sram", "hbm")
+
+
+def _payload_axis(ax, payloads: list[int]) -> None:
+    ax.set_xscale("log", base=2)
+    ticks = [p for p in payloads if p in (16, 256, 4096) or p == payloads[-1]]
+    ax.set_xticks(ticks, [kib(p) for p in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel("payload per PE (bytes, log scale)")
+
+
+def _log_latency(ax) -> None:
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_ylabel("all-reduce latency (µs, log scale)")
+
+
+def _curves(ax, rx, groups: list[tuple[str, list[dict]]], base: list[dict] | None) -> None:
+    for name, rows in groups:
+        b = [r["bytes_per_pe"] for r in rows]
+        color = topology_color(name)
+        ax.plot(b, [r["allreduce_ns"] / 1e3 for r in rows], "o-", color=color, markersize=3, label=name)
+        ax.plot(b, [r["model_ns"] / 1e3 for r in rows], "--", color=color, linewidth=1.0,
+                label=f"{name} α–β model")
+        if base is not None:
+            rx.plot(b, [r["allreduce_ns"] / x["allreduce_ns"] for r, x in zip(rows, base, strict=True)], "o-",
+                    color=color, markersize=3, label=name)
+
+
+def draw_topologies(doc: dict):
+    """(a) Latency vs payload for ring, torus and mesh with their α–β curves; (b) latency relative to the torus."""
+    groups = []
+    for topo in TOPOLOGY_ORDER:
+        rows = select(doc, panel="topology", sip_topology=topo)
+        if rows:
+            groups.append((topo, rows))
+    base = next(rows for name, rows in groups if name == TORUS_2D.name)
+    fig, (ax, rx) = new_figure(6.4, 2.9, ncols=2, gridspec_kw={"width_ratios": [3, 2]})
+    _curves(ax, rx, groups, base)
+    payloads = [r["bytes_per_pe"] for r in base]
+    for a in (ax, rx):
+        _payload_axis(a, payloads)
+    _log_latency(ax)
+    ax.set_title("(a) six SIPs, TCM receive rings", loc="left")
+    ax.legend(ncols=1, loc="upper left", frameon=False, fontsize=6.5)
+    rx.set_ylabel("latency / torus latency (ratio)")
+    rx.set_title(f"(b) relative to {TORUS_2D.name}", loc="left")
+    fig.tight_layout()
+    return fig
+
+
+def draw_buffer_kinds(doc: dict):
+    """(a) Latency vs payload on the torus for TCM, SRAM and HBM receive rings with α–β curves; (b) relative to
+    TCM."""
+    groups = [(k, select(doc, panel="buffer_kind", buffer_kind=k)) for k in KINDS]
+    groups = [(k, rows) for k, rows in groups if rows]
+    base = groups[0][1]
+    fig, (ax, rx) = new_figure(6.4, 2.9, ncols=2, gridspec_kw={"width_ratios": [3, 2]})
+    _curves(ax, rx, groups, base)
+    payloads = [r["bytes_per_pe"] for r in base]
+    for a in (ax, rx):
+        _payload_axis(a, payloads)
+    _log_latency(ax)
+    ax.set_title(f"(a) {TORUS_2D.name}, receive rings by memory", loc="left")
+    ax.legend(ncols=1, loc="upper left", frameon=False, fontsize=6.5)
+    rx.set_ylabel(f"latency / {groups[0][0]} latency (ratio)")
+    rx.set_title(f"(b) relative to {groups[0][0]}", loc="left")
+    fig.tight_layout()
+    return fig
+
+
+def draw_sensitivity(doc: dict):
+    """Latency at the panel's payload for each buffer kind as the HBM pseudo-channel bandwidth grows, measured
+    (solid) and α–β model (dashed)."""
+    fig, ax = new_figure(6.4, 2.8)
+    payload = None
+    for k in KINDS:
+        rows = select(doc, panel="sensitivity", buffer_kind=k)
+        if not rows:
+            continue
+        payload = rows[0]["bytes_per_pe"]
+        c = [r["channel_gbs"] for r in rows]
+        ax.plot(c, [r["allreduce_ns"] / 1e3 for r in rows], "o-", color=COLORS[k], markersize=3.5, label=k)
+        ax.plot(c, [r["model_ns"] / 1e3 for r in rows], "--", color=COLORS[k], linewidth=1.0,
+                label=f"{k} α–β model")
+    ax.set_xlabel("HBM pseudo-channel bandwidth (GB/s)")
+    ax.set_ylabel("all-reduce latency (µs)")
+    ax.set_title(f"{TORUS_2D.name}, {kib(payload or 0)} per PE", loc="left")
+    ax.legend(ncols=3, loc="upper right", frameon=False, fontsize=6.5)
+    return fig
+
+
+FIGURES = (
+    FigureSpec("allreduce_topologies", "allreduce",
+               "All-reduce latency over six SIPs against the payload per PE for the three logical SIP topologies, "
+               "measured (points) beside each topology's α–β model (dashed), and each topology's latency relative "
+               "to the torus.", COMMAND, draw_topologies),
+    FigureSpec("allreduce_buffer_kinds", "allreduce",
+               "All-reduce latency on the 2×3 torus with the IPCQ receive rings in TCM, SRAM or HBM, measured beside "
+               "the α–β model, and each kind relative to TCM.", COMMAND, draw_buffer_kinds),
+    FigureSpec("allreduce_sensitivity", "allreduce",
+               "Sensitivity panel: all-reduce latency per buffer kind as the HBM pseudo-channel bandwidth is raised "
+               "(a spec override of the torus topology), measured (solid) and modelled (dashed).",
+               COMMAND, draw_sensitivity),
+)

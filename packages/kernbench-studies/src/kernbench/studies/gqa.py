@@ -1,0 +1,133 @@
+"""The GQA study: fused grouped-query attention from the attention library, in three panels.
+
+Every point runs one attention call in a fresh runtime on ``topology.yaml`` in timing mode (G = 8 query
+heads per KV head, head size 64, seeded float16 inputs; the values do not change the timing):
+
+* ``headline``: the four panels of the ``gqa-headline`` bench (single- and four-user prefill, single- and
+  four-user decode);
+* ``long_context``: decode of one user over 8 cubes × 8 PEs with the four long-context partitionings
+  (``cube_sp_pe_tp``, ``cube_repl_pe_tp``, ``cube_repl_pe_sp``, ``cube_sp_pe_sp``) at S = 4K, 16K and 128K
+  keys;
+* ``dispatch``: decode on one PE (``single_pe``) with the local loops ``opt1``, ``opt2`` and ``opt3`` at 16 and
+  32 KV tiles of 64 keys, so that the PE_CPU's dispatch cycles per KV tile follow from the difference.
+
+Each point reports the call's latency (first PE entering an attention kernel to the last leaving one), its
+operation mix, engine occupancy, IPCQ messages, the KV bytes held per cube, and the dispatch cycles and
+commands of its kernels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kernbench.benches.gqa_headline import PANELS, run_panel
+from kernbench.layers.attention import gqa_decode
+from kernbench.layers.attention.benchkit import inputs
+from kernbench.runtime import RuntimeContext
+from kernbench.studies.base import Field, Point, PointContext, ReportSection, Scalar, Study, StudyError
+from kernbench.studies.graphs import study_graph
+
+TOPOLOGY = "topology.yaml"
+G, D_HEAD, TILE = 8, 64, 64
+LONG_PARTITIONS: tuple[str, ...] = ("cube_sp_pe_tp", "cube_repl_pe_tp", "cube_repl_pe_sp", "cube_sp_pe_sp")
+LONG_KEYS: tuple[int, ...] = (4096, 16384, 131072)
+LONG_CUBES, LONG_PES = 8, 8
+DISPATCH_VARIANTS: tuple[str, ...] = ("opt1", "opt2", "opt3")
+DISPATCH_TILES: tuple[int, ...] = (16, 32)
+OPS = ("gemm", "math", "dma_read", "dma_write", "ipcq_copy")
+ENGINES = ("pe_dma", "pe_fetch_store", "pe_gemm", "pe_math", "pe_cpu")
+
+FIELDS: tuple[Field, ...] = (
+    Field("panel", "", "headline (the four bench panels), long_context (four decode partitionings over 8 cubes x 8 "
+                       "PEs at several S) or dispatch (one PE, opt1/opt2/opt3 at 16 and 32 KV tiles)"),
+    Field("topology", "", "topology file, relative to the topologies folder"),
+    Field("name", "", "headline panel name"),
+    Field("partition", "", "decode partitioning of the long-context panel"),
+    Field("keys", "keys", "KV sequence length S"),
+    Field("variant", "", "local loop of the dispatch panel (opt1, opt2, opt3)"),
+    Field("kv_tiles", "1", "KV tiles of 64 keys (dispatch panel)"),
+    Field("latency_ns", "ns", "first PE entering an attention kernel to the last PE leaving one"),
+    Field("pes_active", "1", "PEs that attended keys of their own"),
+    Field("ipcq_intra_cube", "1", "PE_IPCQ messages between PEs of one cube"),
+    Field("ipcq_inter_cube", "1", "PE_IPCQ messages between cubes"),
+    Field("kv_bytes_total", "B", "K and V bytes held over all cubes, replicas included"),
+    Field("kv_bytes_max_cube", "B", "K and V bytes held by the fullest cube"),
+    *(Field(f"op_{o}", "1", f"{o} operations of the call's launches") for o in OPS),
+    *(Field(f"occupancy_{e}_ns", "ns", f"summed busy time of the {e} engines") for e in ENGINES),
+    Field("dispatch_cycles", "cycles", "PE_CPU dispatch cycles of the call's kernels"),
+    Field("commands", "1", "commands the kernels dispatched"),
+    Field("events", "1", "SimPy events the point's engine processed"),
+)
+
+
+def grid() -> tuple[Point, ...]:
+    """Headline panels, then the long-context partitionings (partition-major), then the dispatch panel."""
+    points = [Point({"panel": "headline"}, {"panel": "headline", "topology": TOPOLOGY, "name": p.name})
+              for p in PANELS]
+    points += [Point({"panel": "long_context"}, {"panel": "long_context", "topology": TOPOLOGY, "partition": part,
+                                                 "keys": s}) for part in LONG_PARTITIONS for s in LONG_KEYS]
+    points += [Point({"panel": "dispatch"}, {"panel": "dispatch", "topology": TOPOLOGY, "variant": v, "kv_tiles": t})
+               for v in DISPATCH_VARIANTS for t in DISPATCH_TILES]
+    return tuple(points)
+
+
+def _call(torch, params: Mapping[str, Scalar]):
+    panel = params["panel"]
+    if panel == "headline":
+        found = [p for p in PANELS if p.name == params["name"]]
+        if not found:
+            raise StudyError(f"gqa point: unknown headline panel {params['name']!r}; use one of "
+                             f"{', '.join(p.name for p in PANELS)}")
+        return run_panel(torch, found[0])
+    if panel == "long_context":
+        q, k, v = inputs(1, G, 1, 1, int(params["keys"]), D_HEAD)
+        return gqa_decode(torch, q, k, v, partition=str(params["partition"]), pes=LONG_PES, cubes=LONG_CUBES,
+                          variant="opt2", tile=TILE)
+    if panel == "dispatch":
+        q, k, v = inputs(1, G, 1, 1, TILE * int(params["kv_tiles"]), D_HEAD)
+        return gqa_decode(torch, q, k, v, partition="single_pe", variant=str(params["variant"]), tile=TILE)
+    raise StudyError(f"gqa point: unknown panel {panel!r}; use headline, long_context or dispatch")
+
+
+def run_point(params: Mapping[str, Scalar], ctx: PointContext) -> dict[str, Scalar]:
+    """Run one attention call in a fresh runtime (timing mode) and return its record (see :data:`FIELDS`)."""
+    graph = study_graph(ctx.topology_dir, str(params["topology"]))
+    torch = RuntimeContext(graph, data=False)
+    r = _call(torch, params)
+    dispatch = [x for x in torch.oplog.records if x.op_name == "dispatch"]
+    kv = r.kv_bytes_per_cube
+    return {
+        "latency_ns": r.latency_ns, "pes_active": r.pes_active,
+        "ipcq_intra_cube": r.ipcq_messages["intra_cube"], "ipcq_inter_cube": r.ipcq_messages["inter_cube"],
+        "kv_bytes_total": int(sum(kv.values())), "kv_bytes_max_cube": int(max(kv.values(), default=0)),
+        **{f"op_{o}": int(r.op_counts.get(o, 0)) for o in OPS},
+        **{f"occupancy_{e}_ns": float(r.engines[e]["occupancy_ns"]) for e in ENGINES},
+        "dispatch_cycles": float(sum(x.params.get("cycles", 0.0) for x in dispatch)), "commands": len(dispatch),
+        "events": torch.engine.events,
+    }
+
+
+def _cost(params: Mapping[str, Scalar]) -> float:
+    """Rough run time, s: deploying a replicated 128K cache dominates."""
+    if params["panel"] != "long_context":
+        return 0.3
+    scale = int(params["keys"]) / 131072
+    return {"cube_repl_pe_tp": 70.0, "cube_repl_pe_sp": 45.0}.get(str(params["partition"]), 8.0) * scale + 0.5
+
+
+STUDY = Study(
+    name="gqa",
+    title="Fused grouped-query attention",
+    description="the four headline panels, four long-context decode partitionings over 8 cubes x 8 PEs at 4K, 16K "
+                "and 128K keys, and opt1/opt2/opt3 dispatch per KV tile on one PE",
+    grid=grid,
+    point=run_point,
+    files=lambda params: (str(params["topology"]),),
+    overrides=lambda params: {},
+    modules=("kernbench.studies.gqa",),
+    fields=FIELDS,
+    cost=_cost,
+    figures=("kernbench.studies.figures.gqa:FIGURES",),
+    report=ReportSection("kernbench.studies.report.gqa_tex:generate", "sections/05-gqa",
+                         "kernbench.studies.report.gqa_tex:tables"),
+)

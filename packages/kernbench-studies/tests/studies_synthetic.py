@@ -1,0 +1,130 @@
+"""Synthetic results documents for testing the figure and report pipeline without running simulations.
+
+The values are made up from simple formulas of the point params (not measurements, never shown anywhere but in
+test output folders); they only have to be complete, finite and different from point to point, so that tests can
+follow one value from a results file into a figure, a macro and the PDF. The all-reduce links points name real
+links of their topology (a heatmap draws on the compiled graph), with made-up traffic, and the provenance holds
+the real SHA-256 of every topology file, as a run would record it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kernbench.studies import results as res
+from kernbench.studies.cache import file_digest
+from kernbench.studies.graphs import study_graph
+from kernbench.studies.registry import get_study
+
+TOPOLOGIES = Path(__file__).resolve().parents[3] / "topologies"
+
+PROVENANCE = {"packages": {"kernbench-studies": "test"}, "python": "test", "topology_files": {},
+              "source_sha256": "0" * 64, "git_commit": None}
+
+
+def _gemm_values(p: dict) -> dict:
+    if p["series"] == "tiles":
+        m, k, n = 32, 32 * p["k_tiles"], 64
+    else:
+        m, k, n = p["m"], p["k"], p["n"]
+    tiles = -(-m // 32) * -(-n // 64) * -(-k // 32)
+    out_tiles = -(-m // 32) * -(-n // 64)
+    macs, tile_macs = m * k * n, tiles * 32 * 64 * 32
+    slow = {"ref_ref": 14.0, "load_ref": 9.0, "load_load": 1.0}[p["variant"]]
+    t = 30.0 + tiles * 16.384 * slow
+    model = t * (1.03 if tiles % 7 else 0.8)  # every seventh point misses by 20 %: an outlier to report
+    cb = 28.0 + tiles * 16.384
+    return {"m": m, "k": k, "n": n, "tile_m": 32, "tile_n": 64, "tile_k": 32, "tiles": tiles,
+            "output_tiles": out_tiles, "macs": macs, "tile_macs": tile_macs, "fill_ratio": macs / tile_macs,
+            "composite_ns": t, "mac_efficiency": macs / (4000 * t), "model_ns": model,
+            "model_efficiency": macs / (4000 * model), "model_error": (model - t) / t,
+            "model_bottleneck": "GEMM" if slow == 1 else "DMA_READ", "compute_bound_ns": cb,
+            "compute_bound_efficiency": macs / (4000 * cb), "model_read_ns": 16.384 * (slow - 1),
+            "model_fetch_ns": 12.0, "model_gemm_ns": 16.384, "model_store_ns": 8.0 * out_tiles / tiles,
+            "model_write_ns": 40.0 * out_tiles / tiles, "busy_dma_read_ns": tiles * 16.384 * (slow - 1),
+            "busy_fetch_ns": 12.0 * tiles, "busy_gemm_ns": 16.384 * tiles, "busy_store_ns": 8.0 * out_tiles,
+            "busy_dma_write_ns": 40.0 * out_tiles, "events": 50 + 4 * tiles}
+
+
+def _allreduce_values(p: dict) -> dict:
+    topo = p["topology"].removeprefix("6sip_2x3_").removesuffix(".yaml")
+    steps = {"ring_1d": 1.2, "torus_2d": 1.0, "mesh_2d_no_wrap": 1.15}[topo]
+    kind = {"tcm": 1.0, "sram": 1.3, "hbm": 1.31}[p["buffer_kind"]]
+    chan = p["hbm_channel_gbs"] or 16.0
+    if p["buffer_kind"] == "hbm":
+        kind = 1.0 + 0.31 * 16.0 / chan
+    b = p["bytes_per_pe"]
+    t = steps * (2000.0 + 0.35 * b * kind)
+    model = 0.94 * t
+    out = {"sip_topology": topo, "sips": 6, "channel_gbs": chan, "allreduce_ns": t, "model_ns": model,
+           "model_alpha_ns": 0.94 * steps * 2000.0, "model_beta_ns_per_b": 0.94 * steps * 0.35 * kind,
+           "model_error": -0.06, "model_message_ns": 0.4 * model, "model_accumulate_ns": 0.5 * model,
+           "messages": 10, "accumulates": 7, "ipcq_messages": 198, "events": 1000 + b // 16}
+    if p.get("link_stats"):
+        out.update(_links_values(p, 1.04 * t))
+    return out
+
+
+#: Edge kinds the synthetic links points put traffic on.
+_LINK_KINDS = ("router_mesh", "router_to_pe", "pe_internal", "pcie", "cube_to_io", "io_to_cube", "ucie_mesh")
+
+
+def synthetic_links(topology: str, window_ns: float) -> str:
+    """A ``links`` value on real links of ``topology``: every PCIe link and every seventh link of a few other
+    kinds, with made-up bytes, packets and busy times (the busiest, a PE-internal link, half the window)."""
+    graph = study_graph(TOPOLOGIES, topology)
+    rows = []
+    for i, e in enumerate(graph.edges):
+        if e.kind in _LINK_KINDS and (e.kind == "pcie" or i % 7 == 0):
+            packets = 1 + (i * 7919) % 23
+            nbytes = 4096 * packets
+            rows.append([e.src, e.dst, e.kind, nbytes, packets, min(nbytes / e.bw_gbs * (1 + i % 5), 0.45 * window_ns)])
+    # as in a real run, the run's busiest link lies inside a PE, where the tray's heatmap does not draw it
+    first_pe = next(r for r in rows if r[2] == "pe_internal")
+    first_pe[5] = 0.5 * window_ns
+    return json.dumps(rows, separators=(",", ":"))
+
+
+def _links_values(p: dict, window_ns: float) -> dict:
+    text = synthetic_links(p["topology"], window_ns)
+    rows = json.loads(text)
+    top = max(rows, key=lambda r: r[5])
+    return {"window_ns": window_ns, "links_used": len(rows), "link_bytes": sum(r[3] for r in rows),
+            "busiest_link": f"{top[0]} → {top[1]}", "busiest_utilisation": top[5] / window_ns, "links": text}
+
+
+def _gqa_values(p: dict) -> dict:
+    keys = p.get("keys") or 64 * p.get("kv_tiles", 2)
+    part = p.get("partition") or p.get("name") or p.get("variant")
+    spread = {"cube_sp_pe_sp": 64, "cube_sp_pe_tp": 8, "cube_repl_pe_sp": 8, "cube_repl_pe_tp": 1}.get(part, 4)
+    latency = 500.0 + 40.0 * keys / spread
+    commands = {"opt1": 20, "opt2": 2, "opt3": 21}.get(part, 5) * p.get("kv_tiles", 4)
+    return {"latency_ns": latency, "pes_active": spread, "ipcq_intra_cube": 3, "ipcq_inter_cube": 4,
+            "kv_bytes_total": 256 * keys, "kv_bytes_max_cube": 256 * keys // max(1, spread // 8),
+            "op_gemm": 8, "op_math": 30, "op_dma_read": 12, "op_dma_write": 2, "op_ipcq_copy": 7,
+            "occupancy_pe_dma_ns": 4.0 * latency, "occupancy_pe_fetch_store_ns": latency,
+            "occupancy_pe_gemm_ns": 0.5 * latency, "occupancy_pe_math_ns": 0.8 * latency,
+            "occupancy_pe_cpu_ns": 2.0 * latency, "dispatch_cycles": 41.5 * commands, "commands": commands,
+            "events": 100 + keys // 8}
+
+
+def synthetic_doc(name: str) -> dict:
+    """A complete results document of study ``name`` with made-up values (see the module docstring)."""
+    study = get_study(name)
+    make = {"gemm": _gemm_values, "allreduce": _allreduce_values, "gqa": _gqa_values}[name]
+    points = [{"labels": dict(p.labels), "params": dict(p.params), "values": make(dict(p.params))}
+              for p in study.grid()]
+    run = {"argv": ["test"], "executor": "serial", "jobs": 1, "wall_s": 0.0, "points_run": len(points),
+           "points_cached": 0, "point_wall_s": [0.01] * len(points)}
+    files = sorted({f for p in study.grid() for f in study.files(dict(p.params))})
+    topology_files = {f: file_digest(TOPOLOGIES / f) for f in files}
+    return res.document(study, points, {**PROVENANCE, "topology_files": topology_files, "run": run})
+
+
+def write_synthetic(folder, names=("gemm", "allreduce", "gqa")) -> dict:
+    """Write synthetic ``results.json`` files as ``folder/NAME/``; returns the documents."""
+    docs = {n: synthetic_doc(n) for n in names}
+    for n, doc in docs.items():
+        res.write(folder / n, doc)
+    return docs
