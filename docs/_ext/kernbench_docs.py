@@ -11,18 +11,30 @@ Connected to ``config-inited`` (before Sphinx looks for source files), it:
 * runs a few ``kernbench`` commands against the default topology, writes
   their JSON output to ``docs/reference/cli_samples.md`` beside the exact
   command line, and exposes selected numbers as MyST substitutions
-  (``{{ probe_h2d_actual_ns }}`` …) for the prose pages.
+  (``{{ probe_h2d_actual_ns }}`` …) for the prose pages;
+* draws the default topology's system, SIP, cube and PE diagrams
+  (:func:`kernbench.topology.emit_diagrams`, as ``kernbench topology
+  --diagrams`` does) into ``docs/_generated/diagrams/`` for the landing page
+  and the tour, and writes the landing page's fragments into
+  ``docs/_generated/``: the README's two quickstart commands, and (after the
+  study pages are written) the headline study figure and the report card.
 
 Files are rewritten only when their content changes, so incremental builds stay
-incremental. Everything written here is listed in ``docs/.gitignore``.
+incremental. Everything written here is listed in ``docs/.gitignore`` or, for
+``docs/_generated/``, in the repository's ``.gitignore``.
 """
 
 from __future__ import annotations
 
+import filecmp
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -139,7 +151,26 @@ def spec_fields_page() -> str:
         for path, doc, default in rows:
             lines.append(f"| `{path}` | {_fmt_default(path, default)} | {doc.replace('|', '/')} |")
         lines.append("")
+    lines += _block_params_section()
     return "\n".join(lines)
+
+
+def _block_params_section() -> list[str]:
+    """The PE blocks' parameter declarations (kernbench.topology.block_params), one row per parameter."""
+    from kernbench.topology.block_params import param_docs
+
+    lines = [
+        "## PE block parameters\n",
+        "What each PE block's node carries, as the block declares it (`PARAMS`, see ADR 0034). A shipped "
+        "block's parameter is written in the field named below; a plugin block's own parameters are written "
+        "under `pe.blocks.<block>.<name>`.\n",
+        "| implementation | parameter | unit | default | description |",
+        "|---|---|---|---|---|",
+    ]
+    for impl, name, unit, default, doc in param_docs():
+        lines.append(f"| `{impl}` | `{name}` | {unit} | `{default}` | {doc.replace('|', '/')} |")
+    lines.append("")
+    return lines
 
 
 # --------------------------------------------------------------------------- CLI samples
@@ -220,6 +251,92 @@ def cli_samples(repo: Path) -> tuple[str, dict[str, str]]:
     return page, subs
 
 
+# --------------------------------------------------------------------------- landing page and diagrams
+
+GENERATED = "_generated"  # under docs/
+DIAGRAM_VIEWS = ("system", "sip", "cube", "pe")
+#: The study figure the landing page shows, and the study page it links to.
+HEADLINE_STUDY, HEADLINE_FIGURE = "allreduce", "allreduce_topologies"
+REPORT_PDF = "out/report/build/kernbench-codesign-report.pdf"
+
+
+def machine_diagrams(repo: Path, srcdir: Path) -> list[Path]:
+    """Draw the default topology's diagrams into ``docs/_generated/diagrams/``; only changed files are replaced
+    (the SVGs are byte-identical across runs), so an unchanged model does not make Sphinx re-read the pages."""
+    from kernbench.topology import emit_diagrams, load_topology
+
+    out = srcdir / GENERATED / "diagrams"
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="kernbench-docs-diagrams-") as tmp:
+        drawn = emit_diagrams(load_topology(repo / DEFAULT_TOPOLOGY), tmp, DIAGRAM_VIEWS)
+        for path in drawn:
+            dest = out / path.name
+            if not dest.exists() or not filecmp.cmp(path, dest, shallow=False):
+                shutil.copyfile(path, dest)
+    return [out / p.name for p in drawn]
+
+
+def quickstart_commands(readme: str) -> list[str]:
+    """The first two ``bash`` blocks of the README's Quickstart section: the commands to start."""
+    section = re.search(r"^## Quickstart\n(.*?)(?=^## )", readme, re.MULTILINE | re.DOTALL)
+    if section is None:
+        raise ExtensionError("README.md has no '## Quickstart' section; the landing page takes its commands from it")
+    blocks = re.findall(r"^```bash\n(.*?)^```", section.group(1), re.MULTILINE | re.DOTALL)
+    if len(blocks) < 2:
+        raise ExtensionError("README.md's Quickstart has fewer than two ```bash blocks; the landing page shows the "
+                             "first two (install and run the demo; run the tests)")
+    return [b.strip() for b in blocks[:2]]
+
+
+# The fragments are included by index.md, so their links and images are relative to docs/.
+
+
+def landing_start(repo: Path) -> str:
+    """The landing page's "start here" fragment: the README's two quickstart commands, verbatim."""
+    demo, tests = quickstart_commands((repo / "README.md").read_text(encoding="utf-8"))
+    return (f"{GENERATED_NOTE}Needs Python 3.11+ and pip. From a clone, install and run the demo (compile the "
+            f"default topology, draw it, probe the fabric, time a GEMM):\n\n```bash\n{demo}\n```\n\n"
+            f"then run every test:\n\n```bash\n{tests}\n```\n\n"
+            f"(the [Quickstart](readme.md#quickstart) says what each prints).\n")
+
+
+def landing_result(srcdir: Path) -> str:
+    """The landing page's headline result: a study figure drawn at this build from its ``results.json``, with the
+    figure's own caption, or a sentence saying the studies were not built."""
+    figure = srcdir / "studies" / "_figures" / f"{HEADLINE_FIGURE}.svg"
+    if os.environ.get("KERNBENCH_DOCS_STUDIES") == "skip" or not figure.exists():
+        return (f"{GENERATED_NOTE}This build skipped the studies (`KERNBENCH_DOCS_STUDIES=skip`), so no result is "
+                f"shown here; see [the studies](studies/index.md).\n")
+    from kernbench.studies.figures import figures_of
+
+    spec = next(f for f in figures_of(HEADLINE_STUDY) if f.name == HEADLINE_FIGURE)
+    return (f"{GENERATED_NOTE}```{{figure}} studies/_figures/{HEADLINE_FIGURE}.svg\n:name: fig-landing-result\n"
+            f":width: 100%\n:alt: {spec.caption.split('.')[0]}\n\n{spec.caption} From "
+            f"[the all-reduce study](studies/{HEADLINE_STUDY}.md), run (or read from its cache) while this "
+            f"site was built; regenerate with `{spec.command}`.\n```\n")
+
+
+def landing_report(repo: Path, srcdir: Path) -> str:
+    """The report card's body: the PDF for download when ``nox -s report`` has built it, else how to build it."""
+    pdf = repo / REPORT_PDF
+    how = "`python3 -m nox -s report` builds it (studies, figures, LaTeX, latexmk; TeX from Debian packages)"
+    if not pdf.is_file():
+        return (f"{GENERATED_NOTE}The codesign report, every number from the study results. It is not part of "
+                f"this build: {how}; see [the report](readme.md#the-codesign-report).\n")
+    dest = srcdir / GENERATED / "kernbench-codesign-report.pdf"
+    if not dest.exists() or not filecmp.cmp(pdf, dest, shallow=False):
+        shutil.copyfile(pdf, dest)
+    built = datetime.fromtimestamp(pdf.stat().st_mtime, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return (f"{GENERATED_NOTE}{{download}}`The codesign report (PDF) <_generated/kernbench-codesign-report.pdf>`, "
+            f"built {built} by `nox -s report` on this machine; {how} again after the studies change.\n")
+
+
+def _landing_after_studies(app: Sphinx, config: Config) -> None:
+    srcdir = Path(app.srcdir)
+    _write_if_changed(srcdir / GENERATED / "landing_result.myst", landing_result(srcdir))
+    _write_if_changed(srcdir / GENERATED / "landing_report.myst", landing_report(srcdir.parent, srcdir))
+
+
 # --------------------------------------------------------------------------- Sphinx hook
 
 
@@ -231,9 +348,12 @@ def _generate(app: Sphinx, config: Config) -> None:
     page, subs = cli_samples(repo)
     _write_if_changed(srcdir / "reference" / "cli_samples.md", page)
     config.myst_substitutions = {**config.myst_substitutions, **subs}
+    machine_diagrams(repo, srcdir)
+    _write_if_changed(srcdir / GENERATED / "landing_start.myst", landing_start(repo))
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("config-inited", _generate)
+    app.connect("config-inited", _landing_after_studies, priority=700)  # after kernbench_studies (600)
     app.connect("include-read", rewrite_readme_links)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,232 @@
+"""The built docs site in headless Chromium: no console errors, nothing scrolls sideways at phone and desktop
+width, every image loads, every internal link resolves; screenshots kept for review.
+
+The site is the one ``nox -s docs`` has just built (``KERNBENCH_DOCS_HTML``, set by that session, which also sets
+``KERNBENCH_DOCS_SCREENSHOTS`` to keep screenshots under ``out/docs-screenshots/``). Without it the tests build
+the site themselves into a temporary folder, which takes minutes: they are marked ``slow`` and run by
+``nox -s docs`` (in CI's default sessions), not by the plain test run. They skip where Sphinx and its
+extensions are not installed, and (like the viewer's tests, :mod:`tests.browser`) where Chromium is absent
+unless ``KERNBENCH_REQUIRE_BROWSER=1``.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import importlib.util
+import os
+import subprocess
+import sys
+import threading
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from .browser import console_errors, start_driver
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+#: The pages checked in the browser: the landing page, the quickstart (the README's page) and a study page.
+PAGES = {"landing": "index.html", "quickstart": "readme.html", "study": "studies/allreduce.html"}
+#: Viewport widths in CSS pixels: a phone and a desktop.
+WIDTHS = {"phone": 390, "desktop": 1400}
+HEIGHTS = {"phone": 844, "desktop": 900}
+#: Screenshots kept for review: page and width.
+SHOTS = (("landing", "phone"), ("landing", "desktop"), ("study", "phone"), ("study", "desktop"))
+DOC_DEPS = ("sphinx", "myst_parser", "furo", "sphinx_copybutton", "sphinx_design", "sphinx_gallery")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The folder of the built HTML site."""
+    given = os.environ.get("KERNBENCH_DOCS_HTML")
+    if given:
+        path = Path(given).resolve()
+        assert (path / "index.html").is_file(), f"KERNBENCH_DOCS_HTML={given} holds no built site (index.html)"
+        return path
+    absent = [m for m in DOC_DEPS if importlib.util.find_spec(m) is None]
+    if absent:
+        pytest.skip(f"the docs build needs {', '.join(absent)}: run `python3 -m nox -s docs`")
+    out = tmp_path_factory.mktemp("docs-html")
+    proc = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "docs",
+                           str(out)], cwd=REPO, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, f"sphinx-build failed:\n{proc.stderr[-4000:]}"
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    """The site served over HTTP on a free local port (as a reader's browser would see it)."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory):
+    d = start_driver(tmp_path_factory.mktemp("chromium-profile"))
+    yield d
+    d.quit()
+
+
+def _open(driver, url: str, width: int, height: int) -> None:
+    """Load ``url`` in a viewport of ``width`` × ``height`` CSS pixels (a phone-like viewport below 600 px)."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600})
+    driver.get("about:blank")
+    driver.get(url)
+    deadline = time.time() + 20
+    while driver.execute_script("return document.readyState") != "complete":
+        assert time.time() < deadline, f"{url} did not finish loading"
+        time.sleep(0.05)
+    driver.execute_script("return document.fonts ? document.fonts.ready : null")
+
+
+#: Elements wider than the viewport that are not inside a box that scrolls or clips them.
+OVERFLOWING_JS = """
+const w = document.documentElement.clientWidth;
+const clipped = (el) => {
+  for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+    const s = getComputedStyle(p);
+    if (['auto', 'scroll', 'hidden', 'clip'].includes(s.overflowX)) return true;
+  }
+  return false;
+};
+const out = [];
+for (const el of document.body.querySelectorAll('*')) {
+  const r = el.getBoundingClientRect();
+  if (r.width === 0 || getComputedStyle(el).position === 'fixed') continue;
+  if ((r.right > w + 1 || r.left < -1) && !clipped(el)) {
+    out.push(el.tagName.toLowerCase() + (el.className ? '.' + String(el.className).split(' ').join('.') : '') +
+             ' right=' + Math.round(r.right));
+  }
+}
+return out.slice(0, 10);
+"""
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+@pytest.mark.parametrize("page", list(PAGES))
+def test_page_fits_loads_and_logs_no_error(driver, server, page, width):
+    _open(driver, server + PAGES[page], WIDTHS[width], HEIGHTS[width])
+    errors = console_errors(driver)
+    assert errors == [], f"{PAGES[page]} at {WIDTHS[width]} px logged console errors: {errors}"
+    scroll, client = driver.execute_script(
+        "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert scroll <= client, (f"{PAGES[page]} scrolls sideways at {WIDTHS[width]} px ({scroll} > {client}); "
+                              f"wide elements: {driver.execute_script(OVERFLOWING_JS)}")
+    broken = driver.execute_script(
+        "return [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
+    assert broken == [], f"{PAGES[page]}: images that did not load: {broken}"
+    shots = os.environ.get("KERNBENCH_DOCS_SCREENSHOTS")
+    if shots and (page, width) in SHOTS:
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        assert driver.save_screenshot(str(Path(shots) / f"{page}-{WIDTHS[width]}.png"))
+
+
+def test_quickstart_code_blocks_fit_at_desktop_width(driver, server):
+    """The README's command blocks are readable without a scrollbar at desktop width, each with a copy button."""
+    _open(driver, server + PAGES["quickstart"], WIDTHS["desktop"], HEIGHTS["desktop"])
+    blocks = driver.execute_script("""
+        return [...document.querySelectorAll('article div.highlight pre')].map(p => [
+            p.closest('div[class^="highlight-"]').className, p.scrollWidth, p.clientWidth,
+            p.parentElement.querySelectorAll('button.copybtn').length, p.textContent.slice(0, 60)]);""")
+    shell = [b for b in blocks if b[0].split()[0] in ("highlight-bash", "highlight-console", "highlight-text")]
+    assert len(shell) >= 3, f"expected the quickstart's command blocks, found {blocks}"
+    wide = [b for b in shell if b[1] > b[2]]
+    assert wide == [], f"command blocks wider than their box at {WIDTHS['desktop']} px: {wide}"
+    assert all(b[3] == 1 for b in blocks), f"code blocks without a copy button: {[b for b in blocks if b[3] != 1]}"
+
+
+def test_phone_landing_shows_the_page_not_the_navigation(driver, server):
+    """At phone width the navigation is a drawer behind a button, and the title, pitch and commands come first."""
+    _open(driver, server + PAGES["landing"], WIDTHS["phone"], HEIGHTS["phone"])
+    state = driver.execute_script("""
+        const drawer = document.querySelector('.sidebar-drawer').getBoundingClientRect();
+        const toggle = document.querySelector('.mobile-header label.nav-overlay-icon');
+        const h1 = document.querySelector('article h1').getBoundingClientRect();
+        return {drawerRight: drawer.right, toggle: !!toggle && toggle.getBoundingClientRect().width > 0,
+                h1Top: h1.top, cards: document.querySelectorAll('.kb-cards .sd-card').length,
+                figures: document.querySelectorAll('.kb-landing img').length};""")
+    assert state["drawerRight"] <= 0, f"the navigation drawer is open on the first phone screen: {state}"
+    assert state["toggle"], "no navigation button on the phone header"
+    assert 0 <= state["h1Top"] < HEIGHTS["phone"] / 3, f"the title is not at the top of the first screen: {state}"
+    assert state["cards"] >= 6 and state["figures"] >= 3, f"the landing lost its cards or pictures: {state}"
+
+
+def test_dark_mode_toggle(driver, server):
+    _open(driver, server + PAGES["study"], WIDTHS["desktop"], HEIGHTS["desktop"])
+    before = driver.execute_script("return document.body.dataset.theme")
+    driver.execute_script("document.querySelector('.content-icon-container .theme-toggle').click()")
+    after = driver.execute_script("return document.body.dataset.theme")
+    assert before != after and after in ("auto", "light", "dark"), (before, after)
+    assert console_errors(driver) == []
+
+
+# --------------------------------------------------------------------------- links, without a browser
+
+
+class _Refs(HTMLParser):
+    """Every href/src of a page, and every id and name it defines."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs) -> None:
+        a = dict(attrs)
+        for key in ("href", "src"):
+            if a.get(key) and not (tag == "link" and a.get("rel") in ("preconnect", "dns-prefetch")):
+                self.refs.append(a[key])
+        for key in ("id", "name"):
+            if a.get(key):
+                self.ids.add(a[key])
+
+
+@functools.cache
+def _parse(path: Path) -> _Refs:
+    p = _Refs()
+    p.feed(path.read_text(encoding="utf-8", errors="replace"))
+    return p
+
+
+def _viewcode(page: Path, target: Path, site: Path) -> bool:
+    """Whether a link runs between an API page and its highlighted source (sphinx.ext.viewcode's [source] and
+    [docs] links). Their files are checked, not their anchors: viewcode anchors a re-exported name, or a class
+    of a module that defines a Protocol, in one place and links it from another (22 such links today)."""
+    return "_modules" in page.relative_to(site).parts or "_modules" in target.relative_to(site).parts
+
+
+def test_every_internal_link_and_image_resolves(site):
+    """Every relative href and src of every page names a file of the site, and a #fragment an id on its page."""
+    pages = sorted(site.rglob("*.html"))
+    assert len(pages) > 50, f"only {len(pages)} pages built"
+    broken = []
+    for page in pages:
+        for ref in _parse(page).refs:
+            parts = urlsplit(ref)
+            if parts.scheme or parts.netloc or ref.startswith(("mailto:", "javascript:", "data:")):
+                continue
+            target_url, fragment = parts.path, parts.fragment  # without ?v=… cache busters
+            target = (page.parent / unquote(target_url)).resolve() if target_url else page
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.is_file() or (site not in target.parents and target != site):
+                broken.append(f"{page.relative_to(site)}: {ref} (no such file)")
+            elif fragment and target.suffix == ".html" and unquote(fragment) not in _parse(target).ids \
+                    and not _viewcode(page, target, site):
+                broken.append(f"{page.relative_to(site)}: {ref} (no id {fragment!r} there)")
+    assert broken == [], f"{len(broken)} broken internal links:\n" + "\n".join(broken[:40])
