@@ -109,7 +109,10 @@ def test_kernel_language_modules_stay_small():
 # packages/kernbench-sim/tests/test_simpy_pin.py): (module, attribute).
 SIMPY_INTERNALS = {("kernbench.sim.engine", "_queue"), ("kernbench.sim.engine", "_eid"),
                    ("kernbench.sim.engine", "_now"), ("kernbench.sim.engine", "_value"),
-                   ("kernbench.sim.engine", "_ok")}  # GraphEngine.run(until=...) builds SimPy's URGENT stop event
+                   ("kernbench.sim.engine", "_ok"),  # GraphEngine.run(until=...) builds SimPy's URGENT stop event
+                   # the flow-mode half of the engine (ADR 0039) reads the clock and books on the engine's own
+                   # calendar (ADR 0038) on the same hot path as the packet half
+                   ("kernbench.sim.flow", "_now"), ("kernbench.sim.flow", "_at")}
 
 
 def _private_reaches(path: Path) -> list[tuple[int, str]]:

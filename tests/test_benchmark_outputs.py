@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 #: Every script that writes a JSON result, and the file name it writes.
 RESULTS = {"bench_ab.py": "ab.json", "bench_allreduce.py": "allreduce.json", "bench_attention.py": "attention.json",
-           "bench_budgets.py": "budgets.json", "bench_fabric.py": "fabric.json", "bench_kernels.py": "kernels.json",
+           "bench_budgets.py": "budgets.json", "bench_fabric.py": "fabric.json", "bench_fidelity.py": "fidelity.json",
+           "bench_kernels.py": "kernels.json",
            "bench_oplog.py": "oplog.json", "bench_studies.py": "studies.json", "bench_web.py": "web.json"}
 
 

@@ -21,6 +21,10 @@ The committed digests live beside this file in ``digests.json``. Usage::
     python tests/golden/oplog_digest.py --update   # rewrite digests.json (name the model change in the commit)
     nox -s golden [-- --update]                    # the same, in a fresh environment
 
+``--fidelity flow`` runs the flow-fidelity set instead (:data:`FLOW_CASES`, a handful of cases in
+:mod:`kernbench.sim.flow`'s model, ADR 0039) against ``digests_flow.json``; ``digests.json`` is packet
+fidelity only and is never read or written then.
+
 Every other field is exact on every machine. A digest that moves must come with a commit message (or ADR
 line) naming the model change that moved it; a pure refactor moves none.
 """
@@ -45,6 +49,7 @@ import numeric_fingerprint as fingerprint  # a sibling file, not an installed mo
 
 ROOT = Path(__file__).resolve().parents[2]
 DIGESTS = Path(__file__).with_name("digests.json")
+DIGESTS_FLOW = Path(__file__).with_name("digests_flow.json")
 SCHEMA = 2
 DEFAULT = "topologies/topology.yaml"
 SIX_SIP = "topologies/6sip_2x3_torus_2d.yaml"
@@ -58,13 +63,14 @@ class Case:
     bench: str
     data: bool
     params: tuple[tuple[str, str], ...] = field(default=())
+    fidelity: str = "packet"
 
     @property
     def id(self) -> str:
-        """A stable, readable key: ``topology/bench[params]/mode``."""
+        """A stable, readable key: ``topology/bench[params]/mode`` (``.../mode/flow`` in flow fidelity)."""
         knobs = ",".join(f"{k}={v}" for k, v in self.params)
         return f"{Path(self.topology).stem}/{self.bench}{f'[{knobs}]' if knobs else ''}/" \
-               f"{'data' if self.data else 'timing'}"
+               f"{'data' if self.data else 'timing'}" + ("" if self.fidelity == "packet" else f"/{self.fidelity}")
 
 
 #: Parameter variants beyond each bench's defaults (environment variables of the bench module).
@@ -91,6 +97,18 @@ def cases(bench_names: Iterable[str]) -> list[Case]:
 
 #: Benches whose behaviour depends on the topology beyond one SIP (they spawn a rank per SIP).
 MULTI_SIP = frozenset({"ccl-allreduce", "tp-mlp"})
+
+
+#: The flow-fidelity set (``--fidelity flow``, ``digests_flow.json``): a few seconds in all.
+FLOW_CASES: tuple[Case, ...] = (
+    Case(DEFAULT, "gemm-single-pe", False, fidelity="flow"),
+    Case(DEFAULT, "gemm-single-pe", True, fidelity="flow"),
+    Case(DEFAULT, "matmul-composite", False, (("MATMUL_VARIANT", "load_load"),), fidelity="flow"),
+    Case(DEFAULT, "gqa-decode", False, fidelity="flow"),
+    Case(SIX_SIP, "ccl-allreduce", False, fidelity="flow"),
+    Case(SIX_SIP, "ccl-allreduce", False, (("CCL_BUFFER", "hbm"), ("CCL_BYTES", "4096")), fidelity="flow"),
+    Case(SIX_SIP, "ccl-allreduce", True, (("CCL_BUFFER", "sram"), ("CCL_BYTES", "4096")), fidelity="flow"),
+)
 
 
 def quick_cases(bench_names: Iterable[str]) -> list[Case]:
@@ -224,7 +242,7 @@ def run_case(case: Case) -> dict:
     GraphEngine.submit, RuntimeContext.__init__, RuntimeContext.free = capture, capture_init, capture_free
     try:
         graph = load_topology(ROOT / case.topology)
-        result = run_bench(discover().resolve(case.bench), graph, 0, data=case.data)
+        result = run_bench(discover().resolve(case.bench), graph, 0, data=case.data, fidelity=case.fidelity)
         tensors.extend(_tensor_values(ctx, t) for ctx in contexts if ctx.data and not ctx.closed
                        for t in ctx._tensors)
     finally:
@@ -269,13 +287,13 @@ def registered_benches() -> list[str]:
     return [b.name for b in discover().benches]
 
 
-def load() -> dict[str, dict]:
-    """The committed digests (empty when none are committed yet)."""
-    if not DIGESTS.exists():
+def load(path: Path = DIGESTS) -> dict[str, dict]:
+    """The committed digests (empty when none are committed yet); ``path`` :data:`DIGESTS_FLOW` for the flow set."""
+    if not path.exists():
         return {}
-    doc = json.loads(DIGESTS.read_text())
+    doc = json.loads(path.read_text())
     if doc.get("schema") != SCHEMA:
-        raise SystemExit(f"{DIGESTS}: schema {doc.get('schema')!r}, this tool writes {SCHEMA}; run with --update")
+        raise SystemExit(f"{path}: schema {doc.get('schema')!r}, this tool writes {SCHEMA}; run with --update")
     return doc["cases"]
 
 
@@ -345,16 +363,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--update", action="store_true", help="rewrite digests.json from this tree")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: all cores)")
     ap.add_argument("--case", default="", help="only cases whose id contains this text")
+    ap.add_argument("--fidelity", choices=("packet", "flow"), default="packet",
+                    help="packet: every bench against digests.json (default); flow: the flow-fidelity set against "
+                         "digests_flow.json")
     args = ap.parse_args(argv)
-    selected = [c for c in cases(registered_benches()) if args.case in c.id]
+    flow = args.fidelity == "flow"
+    path = DIGESTS_FLOW if flow else DIGESTS
+    pool = list(FLOW_CASES) if flow else cases(registered_benches())
+    selected = [c for c in pool if args.case in c.id]
     got = compute(selected, args.jobs)
     if args.update:
-        kept = {} if not args.case else {k: v for k, v in load().items() if args.case not in k}
+        kept = {} if not args.case else {k: v for k, v in load(path).items() if args.case not in k}
         merged = dict(sorted({**kept, **got}.items()))
-        DIGESTS.write_text(dumps({"schema": SCHEMA, "cases": merged}))
-        print(f"wrote {len(got)} case digest(s) to {DIGESTS.relative_to(ROOT)}")
+        path.write_text(dumps({"schema": SCHEMA, "cases": merged}))
+        print(f"wrote {len(got)} case digest(s) to {path.relative_to(ROOT)}")
         return 0
-    want = load()
+    want = load(path)
     if args.case:
         want = {k: v for k, v in want.items() if args.case in k}
     diff = differences(want, got)

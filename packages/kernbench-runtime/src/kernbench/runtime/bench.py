@@ -311,7 +311,7 @@ def summarize(name: str, device: int, records: Sequence) -> BenchResult:
 
 def run_bench(info: BenchInfo, graph: TopologyGraph, device: int = 0, *, data: bool = False,
               params: Mapping[str, str] | None = None, observe: Callable | None = None,
-              limits: Limits | None = None) -> BenchResult:
+              limits: Limits | None = None, fidelity: str = "packet") -> BenchResult:
     """Run one bench on one device in a fresh runtime and summarise it (``events`` = SimPy events processed).
 
     ``params`` (``NAME -> text``, as ``-p`` gives them) are checked before
@@ -319,10 +319,11 @@ def run_bench(info: BenchInfo, graph: TopologyGraph, device: int = 0, *, data: b
     the bench starts (progress displays read its clock and event count).
     ``limits`` bound the run (default :class:`~kernbench.sim.limits.Limits`);
     the run's engine enforces them, the wall clock from ``limits.started`` (or
-    from now); a run past one fails with error code ``SimulationLimitError``.
+    from now); a run past one fails with error code ``SimulationLimitError``. ``fidelity`` is the engine's
+    network model: ``"packet"`` or ``"flow"`` (:mod:`kernbench.sim.flow`).
     """
     values = resolve(info.name, info.params, params)
-    torch = RuntimeContext(graph, device=device, data=data, limits=limits)
+    torch = RuntimeContext(graph, device=device, data=data, limits=limits, fidelity=fidelity)
     if observe is not None:
         observe(torch.engine)
     error: KernbenchError | None = None

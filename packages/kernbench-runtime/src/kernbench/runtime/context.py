@@ -65,6 +65,7 @@ from kernbench.runtime.mapping import VirtualMapping
 from kernbench.runtime.memory import MemoryOps
 from kernbench.runtime.tensors import RuntimeApiError, Tensor, TensorOps
 from kernbench.sim import ComponentRegistry, GraphEngine
+from kernbench.sim.flow import check_fidelity
 from kernbench.sim.limits import (
     DEFAULT_MAX_EVENTS,
     DEFAULT_MAX_RECORDS,
@@ -87,14 +88,16 @@ class RuntimeContext(TensorOps, MemoryOps, VirtualMapping, DeviceBinding, Launch
 
     ``device`` is per host thread of control: worker greenlets started by a
     launcher can each bind their own SIP (:meth:`bind_device`); everything
-    else uses the device given here.
+    else uses the device given here. ``fidelity`` is the engine's: ``"packet"``
+    or ``"flow"`` (:mod:`kernbench.sim.flow`).
     """
 
     _numbers = itertools.count(1)
 
     def __init__(self, graph: TopologyGraph, *, device: int = 0, data: bool = False,
                  registry: ComponentRegistry | None = None, record_hops: bool = False, virtual: bool = True,
-                 extensions: ExtensionRegistry | None = None, limits: Limits | None = None) -> None:
+                 extensions: ExtensionRegistry | None = None, limits: Limits | None = None,
+                 fidelity: str = "packet") -> None:
         self.number = next(self._numbers)
         self.closed = False
         self._thread = threading.current_thread()
@@ -103,7 +106,7 @@ class RuntimeContext(TensorOps, MemoryOps, VirtualMapping, DeviceBinding, Launch
         self._default_device = device
         self._device_of: dict = {}  # greenlet -> SIP bound by bind_device
         self.engine = GraphEngine(graph, registry or default_registry(), record_hops=record_hops, data=data,
-                                  limits=limits)
+                                  limits=limits, fidelity=fidelity)
         self._alloc: dict[tuple[int, int, int], PEMemAllocator] = {}
         self._sram: dict[tuple[int, int], FreeList] = {}
         self.virtual = virtual
@@ -159,7 +162,7 @@ def session(topology: str | Path | TopologyGraph | None = None, device: int = 0,
             record_hops: bool = False, *, max_events: int | None = DEFAULT_MAX_EVENTS,
             max_sim_ns: float | None = DEFAULT_MAX_SIM_NS, timeout_s: float | None = DEFAULT_SESSION_TIMEOUT_S,
             max_records: int | None = DEFAULT_MAX_RECORDS,
-            registry: ComponentRegistry | None = None) -> Iterator[RuntimeContext]:
+            registry: ComponentRegistry | None = None, fidelity: str = "packet") -> Iterator[RuntimeContext]:
     """``with session(device=0, data=True) as torch: ...`` for scripts and notebooks.
 
     ``topology`` is a compiled graph, a YAML file, the name of a builtin
@@ -178,12 +181,15 @@ def session(topology: str | Path | TopologyGraph | None = None, device: int = 0,
     ends the session is closed: its tensors are freed and it accepts no
     more work. ``registry`` binds component implementations (default: the
     built-in ones and every installed plugin), e.g. one a script registered
-    with :func:`kernbench.components.register_block`.
+    with :func:`kernbench.components.register_block`. ``fidelity="flow"`` simulates every transfer as one flow
+    sharing its links max-min fairly instead of packet by packet (:mod:`kernbench.sim.flow`, ADR 0039); the
+    default is ``"packet"``.
     """
+    check_fidelity(fidelity)  # before the topology is compiled
     limits = Limits(max_events=max_events, max_sim_ns=max_sim_ns, timeout_s=timeout_s, max_records=max_records)
     graph = topology if isinstance(topology, TopologyGraph) else resolve(topology)
     ctx = RuntimeContext(graph, device=device, data=data, record_hops=record_hops, limits=limits,
-                         registry=registry)
+                         registry=registry, fidelity=fidelity)
     ok = False
     try:
         yield ctx

@@ -31,6 +31,7 @@ from kernbench.sim import limits as budget
 from kernbench.sim.component import ComponentRegistry
 from kernbench.sim.errors import ComponentError, MessageError, SimulationLimitError
 from kernbench.sim.fabric import Packet, Route, Transfer, Wire, cross, cross_control, split_packets
+from kernbench.sim.flow import FlowScheduler, check_fidelity
 from kernbench.sim.limits import CHECK_EVERY, Limits, WallClockExpired
 from kernbench.sim.links import LinkRecord, link_records
 from kernbench.sim.memory_store import MemoryStore
@@ -50,11 +51,14 @@ class GraphEngine:
     ``kernbench.components.default_registry()``). ``record_hops`` keeps per-hop
     timestamps of each leg's first packet in :attr:`Request.hops`. ``router`` lets several engines on
     one graph share a memoised :class:`PathRouter`. ``limits`` are the run's
-    budgets (default: :class:`~kernbench.sim.limits.Limits`).
+    budgets (default: :class:`~kernbench.sim.limits.Limits`). ``fidelity`` is ``"packet"`` (every packet an
+    event on every wire) or ``"flow"`` (every transfer one flow sharing its links max-min fairly,
+    :mod:`kernbench.sim.flow`, ADR 0039).
     """
 
     def __init__(self, graph: TopologyGraph, registry: ComponentRegistry, *, record_hops: bool = True,
-                 router: PathRouter | None = None, data: bool = False, limits: Limits | None = None) -> None:
+                 router: PathRouter | None = None, data: bool = False, limits: Limits | None = None,
+                 fidelity: str = "packet") -> None:
         spec = graph.spec
         self.graph = graph
         self.spec = spec
@@ -92,6 +96,11 @@ class GraphEngine:
         # The engine's own calendar: (t, NORMAL, eid, callback, value) entries, eids drawn from SimPy's counter, so
         # merged with SimPy's queue by _drive in exactly the order SimPy would process them (see _at).
         self._cal: list[tuple[float, int, int, Callable, object]] = []
+        self.fidelity = check_fidelity(fidelity)
+        self.flows: FlowScheduler | None = None
+        if fidelity == "flow":  # the flow scheduler's send replaces the packet path's; nothing else changes
+            self.flows = FlowScheduler(self)
+            self.send = self.flows.send
 
     # ------------------------------------------------------------------ public API
     @property

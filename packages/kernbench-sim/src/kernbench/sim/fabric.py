@@ -204,6 +204,16 @@ def cross_control(wire: Wire, pkt: Packet, ready: float) -> None:
     wire.messages += 1
 
 
+def cross_flow(wire: Wire, nbytes: int, packets: int) -> None:
+    """Count a flow of ``nbytes`` (``packets`` as the packet model would cut it) on ``wire``: flow fidelity's
+    counters (:mod:`kernbench.sim.flow`): bytes, packets, one message and ``nbytes / bw`` of busy time; a flow
+    shares the wire rather than queueing for it, so ``max_wait_ns`` is untouched."""
+    wire.bytes += nbytes
+    wire.packets += packets
+    wire.messages += 1
+    wire.busy_ns += nbytes / wire.bw
+
+
 def split_packets(transfer: Transfer, packet_bytes: int, flit_bytes: int) -> list[Packet]:
     """Cut a transfer's payload into packets (last one may be short; a control transfer has one empty packet)."""
     if transfer.nbytes == 0:

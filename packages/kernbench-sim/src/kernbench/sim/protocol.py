@@ -105,6 +105,7 @@ class Engine(Protocol):
     flit_bytes: int
     packet_bytes: int
     control_bytes: int
+    fidelity: str  # "packet" or "flow" (kernbench.sim.flow)
     # ---- what a run produced so far (read only)
     oplog: OpLog
     memory: MemoryStore | None

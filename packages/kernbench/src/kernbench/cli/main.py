@@ -61,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="set a bench parameter (repeatable)")
     r.add_argument("--device", default="0", help="SIP index to run on, or 'all' (default: 0)")
     r.add_argument("--data", action="store_true", help="compute real numerics (slower)")
+    r.add_argument("--fidelity", default="packet", metavar="packet|flow",
+                   help="network model: 'packet' simulates every packet on every link (default); 'flow' every "
+                        "transfer as one flow sharing its links max-min fairly (faster, approximate; ADR 0039)")
     r.add_argument("--json", action="store_true", help="print results as JSON")
     r.add_argument("--trace", metavar="PATH", help="write the op log as Chrome Trace Event JSON to a file, or to "
                                                    "<folder>/<bench>.trace.json")
@@ -102,7 +105,7 @@ def _dispatch(args) -> int:
                              max_records=args.max_records)
         return run_run(args.topology, args.bench, args.device, data=args.data, as_json=args.json,
                        trace=args.trace, params=args.params, links=args.links, links_top=args.links_top,
-                       limits=limits, debug=args.debug)
+                       limits=limits, debug=args.debug, fidelity=args.fidelity)
     if args.command == "links":
         from kernbench.cli.links_cmd import run_links
 

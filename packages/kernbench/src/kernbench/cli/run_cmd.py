@@ -21,6 +21,7 @@ from kernbench.runtime.params import parse_assignments
 from kernbench.sim import limits as budget
 from kernbench.sim.chrome_trace import write_chrome_trace
 from kernbench.sim.errors import BudgetError
+from kernbench.sim.flow import FIDELITIES
 from kernbench.sim.limits import DEFAULT_MAX_EVENTS, DEFAULT_MAX_RECORDS, DEFAULT_MAX_SIM_NS, Limits
 from kernbench.sim.links import format_top, link_report, write_links
 from kernbench.topology.spec_loader import expand_user
@@ -211,8 +212,9 @@ def metric_lines(metrics: dict, notes: dict[str, str] | None = None, rows: str =
 
 
 def _print(r: BenchResult, info: BenchInfo | None = None) -> None:
+    flow = " [flow fidelity]" if getattr(r.engine, "fidelity", "packet") == "flow" else ""
     print(f"bench {r.bench} on device {r.device}: latency {r.latency_ns:,.1f} ns (op-log window of the whole run: "
-          f"first op start to last op end, deployment included)")
+          f"first op start to last op end, deployment included){flow}")
     if r.params:
         print("  parameters: " + ", ".join(f"{k}={shown_value(v)}" for k, v in r.params.items()))
     print("  ops: " + ", ".join(f"{k} {v}" for k, v in r.op_counts.items()))
@@ -236,15 +238,18 @@ def _print(r: BenchResult, info: BenchInfo | None = None) -> None:
 
 def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_json: bool, trace: str | None,
             params: list[str] | None = None, links: str | None = None, links_top: int = 0,
-            limits: Limits | None = None, debug: bool = False) -> int:
+            limits: Limits | None = None, debug: bool = False, fidelity: str = "packet") -> int:
     """Run one bench on one device (or every device); exit 2 when it fails.
 
     ``links`` writes the run's per-link results (:mod:`kernbench.sim.links`); ``links_top`` prints the N busiest
     links (on stderr with ``as_json``, so stdout stays JSON). ``limits`` are the run's budgets
     (:func:`limits_from` the options; default: a :data:`DEFAULT_TIMEOUT_S` wall clock started now), passed as
-    they are to every device's engine; ``debug`` prints a failed bench's traceback.
-    Every output path is checked before anything runs.
+    they are to every device's engine; ``debug`` prints a failed bench's traceback. ``fidelity`` is the network
+    model, ``packet`` or ``flow`` (:mod:`kernbench.sim.flow`). Every output path is checked before anything runs.
     """
+    if fidelity not in FIDELITIES:
+        raise BenchError(f"--fidelity {str(fidelity)[:40]!r} is invalid; use packet (every packet on every link) or "
+                         f"flow (every transfer one flow sharing its links max-min fairly)")
     registry = discover()
     _warn_problems(registry)
     if len(bench) > 200:  # a bench index of thousands of digits overflowed int() before
@@ -272,7 +277,7 @@ def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_jso
     for d in devices:
         with Progress(f"{info.name} on device {d}") as progress:
             results.append(run_bench(info, graph, d, data=data, params=given, observe=progress.watch,
-                                     limits=limits))
+                                     limits=limits, fidelity=fidelity))
     if out is not None:
         with replace_atomically(out) as part:
             write_chrome_trace([rec for r in results for rec in r.records], part)
@@ -286,6 +291,8 @@ def run_run(topology: str | None, bench: str, device: str, *, data: bool, as_jso
                 write_links(report, part)
     if as_json:
         doc = [r.to_json() for r in results]
+        if fidelity != "packet":  # a packet run's JSON stays as it was
+            doc = [{**d, "fidelity": fidelity} for d in doc]
         print(json.dumps(doc[0] if len(doc) == 1 else doc, indent=2))
     else:
         for r in results:

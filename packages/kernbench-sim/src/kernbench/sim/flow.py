@@ -1,0 +1,409 @@
+"""Flow-level fidelity: a transfer is one fluid flow sharing its links max-min fairly (ADR 0039).
+
+In packet fidelity (the default, :mod:`kernbench.sim.fabric`) a payload is
+cut into packets and every packet is an event on every wire it crosses. In
+flow fidelity (``GraphEngine(..., fidelity="flow")``) every transfer the
+engine's ``send`` carries (a write, a read command, a read's data coming
+back, hence every DMA, host access and IPCQ message) is **one flow** over
+its route:
+
+* all flows present share every link **max-min fairly**
+  (:func:`max_min_rates`, progressive filling over the links' ``bw_gbs``);
+  a flow whose source paces its data (a memory read's reply) is also
+  capped at the rate the source delivers it;
+* rates are recomputed when a flow starts or ends (only for the flows
+  linked to it through shared links: disjoint groups do not affect each
+  other), and a flow drains its bytes at its current rate;
+* a flow's data reaches the destination ``fixed`` ns after it has drained,
+  where ``fixed`` is the head latency of the route (the overheads of the
+  nodes in between, the wires' propagation, the first flit's serialisation
+  on every wire) less the first flit's serialisation at the bottleneck,
+  which the drain already counts. Alone on its route a transfer therefore
+  takes ``head + (N - flit) / bottleneck``: the packet model's closed form
+  (``kernbench probe``'s ``overhead + wire + fill + drain``).
+
+The destination component then receives the whole transfer as one packet
+(``Transfer.packets`` has one entry) whose first flit arrived at ``t_head``
+and last at ``t_tail``, its flits evenly spaced in between; its own service
+(HBM channels, TCM write channel, access overheads) is computed by the
+component exactly as in packet fidelity. Transfers of one flit or less (read
+commands) take their uncontended head latency and do not enter the solver.
+
+Control messages, compute, DMA issue and launch costs are unchanged. Link
+counters are kept: a flow adds its bytes, its packet count (as packet
+fidelity would cut it), one message and ``bytes / bw`` of busy time to every
+wire of its route when it starts; ``max_wait_ns`` stays 0 (flows do not
+queue, they share).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from heapq import heappop, heappush
+from itertools import count
+
+from kernbench.sim.fabric import Packet, Route, Transfer, Wire, cross_flow
+
+#: The engine's fidelities: ``packet`` (every packet an event on every wire) and ``flow`` (this module).
+FIDELITIES = ("packet", "flow")
+#: Completion times within this many ns of a wake-up complete at it (float rounding of drained bytes).
+_EPS_NS = 1e-9
+
+
+def check_fidelity(fidelity: object) -> str:
+    """``fidelity`` if it is one of :data:`FIDELITIES`, else ``ValueError`` naming them."""
+    if not isinstance(fidelity, str) or fidelity not in FIDELITIES:
+        raise ValueError(f"fidelity {fidelity!r} is not one of {', '.join(FIDELITIES)}: 'packet' simulates every "
+                         f"packet on every link, 'flow' every transfer as one flow sharing links max-min fairly")
+    return fidelity
+
+
+def max_min_rates(paths: Sequence[Sequence[Hashable]], capacity: Mapping[Hashable, float],
+                  limits: Sequence[float | None] | None = None) -> list[float]:
+    """Max-min fair rates of flows over links (progressive filling).
+
+    ``paths[i]`` lists the links flow ``i`` crosses, ``capacity[link]`` is a
+    link's capacity and ``limits[i]`` (optional, None for none) caps flow
+    ``i`` on its own. Every flow's rate grows at the same pace until a link
+    it crosses is full or it reaches its cap; then it is frozen and the
+    others keep growing. Returns the rates in the order of ``paths``. A flow
+    that crosses no link and has no cap gets ``inf``.
+    """
+    n = len(paths)
+    rates = [0.0] * n
+    lim = list(limits) if limits is not None else [None] * n
+    on: dict[Hashable, list[int]] = {}
+    for i, links in enumerate(paths):
+        for link in links:
+            on.setdefault(link, []).append(i)
+    rem = {link: float(capacity[link]) for link in on}
+    cnt = {link: len(users) for link, users in on.items()}
+    frozen = [False] * n
+    heap = [(rem[link] / cnt[link], k, link) for k, link in enumerate(on)]
+    heap.sort()
+    capped = sorted((c, i) for i, c in enumerate(lim) if c is not None)
+    ci = 0
+    left = n
+
+    def freeze(i: int, rate: float) -> None:
+        nonlocal left
+        frozen[i] = True
+        rates[i] = rate
+        left -= 1
+        for link in paths[i]:
+            rem[link] -= rate
+            cnt[link] -= 1
+
+    while left:
+        while ci < len(capped) and frozen[capped[ci][1]]:
+            ci += 1
+        share = None
+        while heap:
+            key, k, link = heap[0]
+            c = cnt[link]
+            if c == 0:
+                heappop(heap)
+                continue
+            actual = max(rem[link], 0.0) / c
+            if actual > key:
+                heappop(heap)
+                heappush(heap, (actual, k, link))
+                continue
+            share = actual
+            break
+        if ci < len(capped) and (share is None or capped[ci][0] <= share):
+            freeze(capped[ci][1], capped[ci][0])
+            continue
+        if share is None:  # flows on no link and uncapped
+            for i in range(n):
+                if not frozen[i]:
+                    freeze(i, float("inf"))
+            break
+        link = heappop(heap)[2]
+        for i in on[link]:
+            if not frozen[i]:
+                freeze(i, share)
+    return rates
+
+
+class Flow:
+    """One transfer in flight as a fluid flow."""
+
+    __slots__ = ("cap", "done", "fixed", "left", "rate", "sent", "seq", "t_cut", "t_finish", "t_head", "t_ref",
+                 "transfer", "wires")
+
+    def __init__(self, transfer: Transfer, wires: tuple[Wire, ...], fixed: float, t_head: float,
+                 cap: float | None, seq: int) -> None:
+        self.transfer = transfer
+        self.wires = wires
+        self.fixed = fixed  # ns from the end of the drain to the last byte's arrival
+        self.t_head = t_head  # when the first flit arrives (uncontended head latency)
+        self.cap = cap  # the source's own pace, bytes/ns (None: unpaced)
+        self.left = float(transfer.nbytes)  # bytes still to drain at t_ref
+        self.t_ref = 0.0
+        self.rate = 0.0
+        self.t_finish = float("inf")
+        self.seq = seq
+        self.done = False
+        self.sent = 0  # bytes handed to the terminal so far
+        self.t_cut = 0.0  # when the last piece was cut
+
+
+class _RouteInfo:
+    __slots__ = ("base", "inv_bw", "min_bw")
+
+    def __init__(self, route: Route) -> None:
+        # head latency without the first flit's serialisation: the overheads of the nodes in between (the
+        # source's is paid before t_start, the terminal's by the terminal) and every wire's propagation
+        self.base = sum(route.overheads[1:route.hops]) + sum(w.latency_ns for w in route.wires)
+        self.inv_bw = sum(1.0 / w.bw for w in route.wires)
+        self.min_bw = min(w.bw for w in route.wires)
+
+
+class FlowScheduler:
+    """The flow fidelity of one :class:`~kernbench.sim.engine.GraphEngine`: its ``send`` and the solver state."""
+
+    def __init__(self, engine) -> None:
+        self.engine = engine
+        self.flit = engine.flit_bytes
+        self.packet_bytes = engine.packet_bytes
+        self.on: dict[Wire, set[Flow]] = {}  # the flows present on each wire
+        self.dirty: set[Wire] = set()  # wires whose flows changed since the last solve
+        self.heap: list[tuple[float, int, Flow]] = []  # (predicted finish, seq, flow); stale entries skipped
+        self.wake_at = float("inf")  # the time of the pending wake-up (inf: none)
+        self.solving = False  # a solve is scheduled at the current time
+        self.info: dict[int, _RouteInfo] = {}
+        self.seq = count()
+        self.flows = 0  # flows that entered the solver
+        self.tick_due: dict[Wire, float] = {}  # the next cut of the flows sharing a last wire (see _ticks)
+        #: Flows sharing their last wire reach the terminal in pieces of about this many bytes (see _ticks).
+        self.piece_bytes = engine.packet_bytes
+        self.solves = 0
+
+    # ------------------------------------------------------------------ the engine's send
+    def send(self, request, route: Route, nbytes: int, *, kind: str, addr: int, t_start: float, on_done,
+             ready: list[tuple[float, float]] | None = None, read_nbytes: int = 0) -> Transfer:
+        """``GraphEngine.send`` in flow fidelity: the same Transfer, started as one flow at ``t_start``."""
+        tr = Transfer(request, route, nbytes, kind, addr, on_done)
+        tr.read_nbytes = read_nbytes
+        tr.ready = ready
+        tr.packets = [Packet(tr, 0, nbytes, -(-nbytes // self.flit), 0)]
+        eng = self.engine
+        eng._at(max(t_start, eng.env._now), tr, self._start)
+        return tr
+
+    def _route_info(self, route: Route) -> _RouteInfo:
+        info = self.info.get(id(route))
+        if info is None:
+            info = self.info[id(route)] = _RouteInfo(route)
+        return info
+
+    def _start(self, tr: Transfer) -> None:
+        eng = self.engine
+        now = eng.env._now
+        route = tr.route
+        info = self._route_info(route)
+        nbytes = tr.nbytes
+        head = nbytes if nbytes < self.flit else self.flit
+        t_head = now + info.base + head * info.inv_bw
+        npk = -(-nbytes // self.packet_bytes)
+        for w in route.wires:
+            cross_flow(w, nbytes, npk)
+        if eng.record_hops:
+            self._record_hops(tr, now, head)
+        if nbytes <= self.flit:  # one flit: its head latency is the whole transfer
+            eng._at(t_head, (tr.packets[0], t_head, t_head), self._arrive)
+            return
+        cap = None
+        ready = tr.ready
+        if ready is not None:
+            r0, d = ready[-1]
+            last = nbytes - (len(ready) - 1) * self.packet_bytes
+            t_last = r0 + (-(-last // self.flit) - 1) * d  # when the last flit is ready at the source
+            span = t_last - now + head / info.min_bw
+            if span > 0 and nbytes / span < info.min_bw:
+                cap = nbytes / span
+        f = Flow(tr, route.wires, info.base + head * (info.inv_bw - 1.0 / info.min_bw), t_head, cap,
+                 next(self.seq))
+        f.t_ref = now
+        self.flows += 1
+        for w in f.wires:
+            s = self.on.get(w)
+            if s is None:
+                s = self.on[w] = set()
+            s.add(f)
+            self.dirty.add(w)
+        self._request_solve()
+
+    def _record_hops(self, tr: Transfer, now: float, head: int) -> None:
+        route = tr.route
+        hops = tr.request.hops
+        t = now
+        for h, w in enumerate(route.wires):
+            start = t + route.overheads[h] if h else t
+            hops.append((tr.kind, route.nodes[h], t, start))
+            t = start + head / w.bw + w.latency_ns
+        hops.append((tr.kind, route.nodes[-1], t, t))
+
+    # ------------------------------------------------------------------ the solver
+    def _request_solve(self) -> None:
+        if not self.solving:
+            self.solving = True
+            self.engine._at(self.engine.env._now, None, self._solve)
+
+    def _solve(self, _: object) -> None:
+        """Recompute the rates of every flow linked (through shared wires) to a wire whose flows changed."""
+        self.solving = False
+        now = self.engine.env._now
+        self.solves += 1
+        seen_w: set[Wire] = set()
+        flows: list[Flow] = []
+        seen_f: set[Flow] = set()
+        stack = list(self.dirty)
+        self.dirty.clear()
+        on = self.on
+        while stack:
+            w = stack.pop()
+            if w in seen_w:
+                continue
+            seen_w.add(w)
+            for f in on.get(w, ()):
+                if f not in seen_f:
+                    seen_f.add(f)
+                    flows.append(f)
+                    stack.extend(f.wires)
+        if flows:
+            flows.sort(key=_by_seq)
+            rates = max_min_rates([f.wires for f in flows], _Capacity, [f.cap for f in flows])
+            heap = self.heap
+            cut = self._cut
+            for f, r in zip(flows, rates, strict=True):
+                if f.t_ref < now and f.rate:
+                    f.left -= f.rate * (now - f.t_ref)
+                    cut(f, now, False)  # what it drained so far reaches the terminal in its own order
+                f.t_ref = now
+                if r == f.rate:
+                    continue
+                f.rate = r
+                f.t_finish = now + (f.left / r if f.left > 0 else 0.0)
+                heappush(heap, (f.t_finish, f.seq, f))
+            self._ticks(flows, now)
+        self._arm()
+
+    def _ticks(self, flows: list[Flow], now: float) -> None:
+        """Keep cutting flows that share their last wire into pieces of about ``piece_bytes``.
+
+        A terminal serves what arrives in the order it is handed over, keeping one "free at" time per channel; two
+        flows handed over whole, each spread over the same window, would be served one after the other. Cut
+        every :attr:`piece_bytes` of the slowest of them, their pieces interleave at the terminal as their
+        packets would, up to one piece's time.
+        """
+        due = self.tick_due
+        on = self.on
+        for f in flows:
+            last = f.wires[-1]
+            if len(on[last]) < 2 or f.done:
+                continue
+            t = now + self.piece_bytes / f.rate
+            if t < due.get(last, float("inf")) or due[last] <= now:
+                due[last] = t
+                self.engine._at(t, (last, t), self._tick)
+
+    def _tick(self, item: tuple[Wire, float]) -> None:
+        last, t = item
+        if self.tick_due.get(last) != t:  # superseded by an earlier one
+            return
+        del self.tick_due[last]
+        if len(self.on.get(last, ())) >= 2:
+            self.dirty.add(last)
+            self._request_solve()
+
+    def _arm(self) -> None:
+        heap = self.heap
+        while heap and (heap[0][2].done or heap[0][0] != heap[0][2].t_finish):
+            heappop(heap)
+        if heap and heap[0][0] < self.wake_at:
+            self.wake_at = t = heap[0][0]
+            self.engine._at(t, t, self._wake)
+
+    def _wake(self, t: float) -> None:
+        if t != self.wake_at:  # superseded by an earlier wake-up
+            return
+        self.wake_at = float("inf")
+        now = self.engine.env._now
+        heap = self.heap
+        while heap and heap[0][0] <= now + _EPS_NS:
+            t_finish, _, f = heappop(heap)
+            if f.done or t_finish != f.t_finish:
+                continue
+            f.done = True
+            for w in f.wires:
+                s = self.on[w]
+                s.discard(f)
+                self.dirty.add(w)
+            self._cut(f, now, True)
+        if self.dirty:
+            self._request_solve()
+        else:
+            self._arm()
+
+    # ------------------------------------------------------------------ delivery
+    def _cut(self, f: Flow, now: float, final: bool) -> None:
+        """Deliver what ``f`` drained since its last cut as one packet, ``f.fixed`` ns later.
+
+        A flow alone for its whole life is one packet (first flit at ``t_head``, last at ``t_tail``). A flow
+        whose rate changed is cut at each change, so a terminal that serves arrivals in order (the HBM
+        controller's channels, the TCM's write channel) sees the flows that share it interleaved as they
+        drained, not one whole flow after another. ``Transfer.packets`` keeps one slot more than has been
+        delivered until the last piece, so ``engine.landed`` completes the transfer with its last piece.
+        """
+        tr = f.transfer
+        sent = f.sent
+        upto = tr.nbytes if final else min(tr.nbytes, int(tr.nbytes - f.left))
+        n = upto - sent
+        if n <= 0 and not final:
+            return
+        t0 = f.t_head if not sent else f.t_cut + f.fixed
+        t1 = now + f.fixed
+        if t0 > t1:
+            t0 = t1
+        pkts = tr.packets
+        pkt = Packet(tr, len(pkts) - 1, n, -(-n // self.flit) if n > 0 else 1, sent)
+        if final:
+            pkts[-1] = pkt
+        else:
+            pkts.insert(len(pkts) - 1, pkt)
+        f.sent = upto
+        f.t_cut = now
+        self.engine._at(t1, (pkt, t0, t1), self._arrive)
+
+    def _arrive(self, item: tuple) -> None:
+        """A piece of a transfer has fully arrived: hand it, as one packet, to the route's last component."""
+        pkt, t_head, t_tail = item
+        tr = pkt.transfer
+        route = tr.route
+        pkt.hop = route.hops
+        pkt.t_head = t_head
+        pkt.t_tail = t_tail
+        pkt.delta = (t_tail - t_head) / (pkt.nflits - 1) if pkt.nflits > 1 else 0.0
+        if tr.t_first < 0:
+            tr.t_first = t_head
+        route.comps[-1].on_packet(pkt, t_head)
+
+
+def _by_seq(f: Flow) -> int:
+    return f.seq
+
+
+class _WireCapacity:
+    """``capacity[wire]`` for :func:`max_min_rates`: a wire's bandwidth."""
+
+    __slots__ = ()
+
+    def __getitem__(self, w: Wire) -> float:
+        return w.bw
+
+
+_Capacity = _WireCapacity()
+
+__all__ = ["FIDELITIES", "Flow", "FlowScheduler", "check_fidelity", "max_min_rates"]
