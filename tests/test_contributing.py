@@ -36,8 +36,8 @@ WALKTHROUGHS = [title for title, body in _sections().items()
 
 def test_the_guide_covers_every_seam():
     assert set(_sections()) >= {"Add a bench", "Add a component block", "Add a collective algorithm",
-                                "Add a SIP topology family"}
-    assert set(WALKTHROUGHS) >= {"Add a bench", "Add a component block", "Add a SIP topology family"}
+                                "Add a SIP topology family", "Add a study"}
+    assert set(WALKTHROUGHS) >= {"Add a bench", "Add a component block", "Add a SIP topology family", "Add a study"}
 
 
 @pytest.mark.parametrize("title", WALKTHROUGHS)
@@ -67,7 +67,9 @@ def test_the_entry_point_groups_the_guide_names_exist():
     from kernbench.ccl import config as ccl_config
     from kernbench.components import registry
     from kernbench.runtime import bench
+    from kernbench.studies import registry as studies
 
     text = GUIDE.read_text()
-    for group in (bench.ENTRY_POINT_GROUP, registry.ENTRY_POINT_GROUP, ccl_config.ENTRY_POINT_GROUP):
+    for group in (bench.ENTRY_POINT_GROUP, registry.ENTRY_POINT_GROUP, ccl_config.ENTRY_POINT_GROUP,
+                  studies.ENTRY_POINT_GROUP):
         assert f"`{group}`" in text or f'"{group}"' in text, group
