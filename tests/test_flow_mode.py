@@ -21,10 +21,13 @@ from kernbench.topology import AddressResolver, PhysAddr, load_topology
 
 ROOT = Path(__file__).resolve().parents[1]
 
-_SPEC = importlib.util.spec_from_file_location("oplog_digest", ROOT / "tests" / "golden" / "oplog_digest.py")
-golden = importlib.util.module_from_spec(_SPEC)
-sys.modules.setdefault("oplog_digest", golden)
-_SPEC.loader.exec_module(golden)
+if "oplog_digest" in sys.modules:  # loaded by test_golden.py: share it, so its worker functions pickle by name
+    golden = sys.modules["oplog_digest"]
+else:
+    _SPEC = importlib.util.spec_from_file_location("oplog_digest", ROOT / "tests" / "golden" / "oplog_digest.py")
+    golden = importlib.util.module_from_spec(_SPEC)
+    sys.modules["oplog_digest"] = golden
+    _SPEC.loader.exec_module(golden)
 
 
 @pytest.fixture(scope="module")

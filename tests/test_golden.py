@@ -18,10 +18,14 @@ import pytest
 from kernbench.sim.memory_store import MemoryStore
 from kernbench.sim.oplog import OpRecord
 
-_SPEC = importlib.util.spec_from_file_location("oplog_digest", Path(__file__).parent / "golden" / "oplog_digest.py")
-golden = importlib.util.module_from_spec(_SPEC)
-sys.modules["oplog_digest"] = golden  # dataclasses and worker processes look the module up by name
-_SPEC.loader.exec_module(golden)
+if "oplog_digest" in sys.modules:  # loaded by another test module: one copy, so its functions pickle by name
+    golden = sys.modules["oplog_digest"]
+else:
+    _SPEC = importlib.util.spec_from_file_location("oplog_digest",
+                                                   Path(__file__).parent / "golden" / "oplog_digest.py")
+    golden = importlib.util.module_from_spec(_SPEC)
+    sys.modules["oplog_digest"] = golden  # dataclasses and worker processes look the module up by name
+    _SPEC.loader.exec_module(golden)
 
 
 def test_every_registered_bench_has_committed_digests():

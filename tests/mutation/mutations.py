@@ -238,8 +238,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "sim-link-bytes-padded-to-flits",
         f"{SIM}/fabric.py",
-        "    wire.bytes += nbytes\n",
-        "    wire.bytes += m * round(wire.flit_ns * wire.bw)\n",
+        "    wire.busy_ns += end - start\n    wire.bytes += nbytes\n",
+        "    wire.busy_ns += end - start\n    wire.bytes += m * round(wire.flit_ns * wire.bw)\n",
         "a wire's byte counter adds whole flits, counting the padding of a short last flit as payload",
         (f"{SIM_TESTS}/test_links.py",),
     ),
