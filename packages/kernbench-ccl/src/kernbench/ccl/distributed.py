@@ -64,6 +64,38 @@ _NOT_IMPLEMENTED = ("broadcast", "reduce", "all_gather", "all_gather_into_tensor
                     "isend", "irecv", "new_group")
 
 
+@dataclass(frozen=True)
+class GroupPlan:
+    """What a configured algorithm needs on a topology: its module, the world (one rank per SIP), the SIP
+    topology strategy, the ranks' grid and the neighbour table to install."""
+
+    module: object
+    world_size: int
+    sip_topology: SipTopology
+    grid: tuple[int, int]
+    table: dict
+
+
+def plan_group(spec, cfg: AlgorithmConfig) -> GroupPlan:
+    """Import ``cfg``'s (registered) algorithm and work out its group on ``spec``: :class:`CclConfigError` when
+    the world size does not divide the SIPs or the algorithm does not support the SIP topology."""
+    module = _import_algorithm(cfg)
+    sips = spec.system.sips.count
+    world = cfg.world_size or sips
+    if world > sips or sips % world:
+        raise CclConfigError(f"{cfg.source}: world size {world} does not divide the topology's {sips} SIPs "
+                             f"(one rank per SIP); set world_size to a divisor of {sips}")
+    topo = sip_strategy(spec.system.sips.topology)
+    supports = getattr(module, "supports_sip_topology", None)
+    if supports is not None and not supports(topo):
+        able = [n for n in sip_topology_names() if supports(sip_strategy(n))]
+        raise CclConfigError(f"algorithm {cfg.name!r} does not support the SIP topology {topo.name!r} "
+                             f"(of the registered ones it supports {', '.join(map(repr, able)) or 'none'})")
+    grid = sip_grid(spec, world, topo)
+    table = getattr(module, "neighbour_table", intercube_multisip)(spec, world, topo)
+    return GroupPlan(module, world, topo, grid, table)
+
+
 @dataclass
 class _Group:
     config: AlgorithmConfig
@@ -105,22 +137,9 @@ class DistributedContext:
                 return  # every rank calls it; the first call installed the group
             raise CollectiveError("init_process_group: a process group with other settings already exists; call "
                                   "destroy_process_group() first")
-        module = _import_algorithm(cfg)
-        sips = spec.system.sips.count
-        world = cfg.world_size or sips
-        if world > sips or sips % world:
-            raise CclConfigError(f"{cfg.source}: world size {world} does not divide the topology's {sips} SIPs "
-                                 f"(one rank per SIP); set world_size to a divisor of {sips}")
-        topo = sip_strategy(spec.system.sips.topology)
-        supports = getattr(module, "supports_sip_topology", None)
-        if supports is not None and not supports(topo):
-            able = [n for n in sip_topology_names() if supports(sip_strategy(n))]
-            raise CclConfigError(f"algorithm {cfg.name!r} does not support the SIP topology {topo.name!r} "
-                                 f"(of the registered ones it supports {', '.join(map(repr, able)) or 'none'})")
-        grid = sip_grid(spec, world, topo)
-        table = getattr(module, "neighbour_table", intercube_multisip)(spec, world, topo)
-        inst = install(self.ctx, table, kind)
-        self._group = _Group(cfg, module, world, topo, grid, kind, inst)
+        plan = plan_group(spec, cfg)
+        inst = install(self.ctx, plan.table, kind)
+        self._group = _Group(cfg, plan.module, plan.world_size, plan.sip_topology, plan.grid, kind, inst)
 
     def destroy_process_group(self) -> None:
         """Remove the neighbour tables and free their receive rings. Under spawn every rank calls it; the group
