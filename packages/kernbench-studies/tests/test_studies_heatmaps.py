@@ -37,10 +37,14 @@ def _links_point(doc: dict, sip_topology: str) -> dict:
 
 
 def _label(svg: str) -> str:
-    """The first line of the busiest-link label as the SVG keeps it (matplotlib writes each line of text as a
-    comment)."""
-    start = svg.index("busiest here: ")
-    return svg[start:svg.index(" -->", start)]
+    """The busiest drawn link as the heatmap's header names it (matplotlib writes each line of text as a comment;
+    the header puts the link's name on the line after "busiest link drawn (…):", or after it on a wide tray)."""
+    start = svg.index("busiest link drawn (")
+    text = svg[start:svg.index(" -->", start)]
+    if text.rstrip().endswith(":"):  # the link on the next line
+        nxt = svg.index("<!-- ", svg.index(" -->", start)) + 5
+        return svg[nxt:svg.index(" -->", nxt)].strip()
+    return text.split("): ", 1)[1].split(", ")[0]
 
 
 def test_one_heatmap_per_sip_topology_in_the_figure_set():
@@ -60,13 +64,15 @@ def test_heatmap_files_are_drawn_and_label_the_records_busiest_drawn_link(doc, t
         window = row["window_ns"]
         top = allreduce_links.busiest(rows, window, drawn_only=True)  # computed from the record, not by the figure
         svg = (tmp_path / f"{name}.svg").read_text()
-        assert f"Link utilisation: all-reduce on {topo}, 64 KiB per PE, TCM receive rings" in svg
-        assert _label(svg) == f"busiest here: {top.src} → {top.dst}"
-        assert f"{100 * top.utilisation(window):.1f} % busy, {top.bytes:,} B in {top.packets:,} packets" in svg
+        assert figures_of("allreduce")[[s.name for s in figures_of("allreduce")].index(name)].short_caption \
+            == f"{topo}."  # the sub-caption names the topology; the figure repeats no title
+        assert _label(svg) == f"{top.src} → {top.dst}" and "busiest link drawn" in svg
+        assert f"busiest link drawn ({100 * top.utilisation(window):.1f} % busy)" in svg
+        assert f"{top.bytes:,} B in {top.packets:,} packets" in svg
         assert f"run window {window / 1000:.2f} µs" in svg and "whole tray" in svg
         run_top = allreduce_links.busiest(rows, window)
         assert run_top.kind == "pe_internal" != top.kind  # the label skips the link the tray view does not draw
-        assert f"busiest link of the run: {run_top.src} → {run_top.dst}" in svg
+        assert f"{run_top.src} → {run_top.dst}" in svg and "busiest link of the run (" in svg
 
 
 def test_nudging_a_record_moves_the_label_and_the_top_colour(doc, tmp_path):
@@ -81,8 +87,8 @@ def test_nudging_a_record_moves_the_label_and_the_top_colour(doc, tmp_path):
     values["links"] = json.dumps(rows, separators=(",", ":"))
     render_study(doc, tmp_path, ("svg",), TOPOLOGIES)
     svg = (tmp_path / "allreduce_links_torus.svg").read_text()
-    assert _label(svg) == f"busiest here: {rows[i][0]} → {rows[i][1]}" and "90.0 % busy, " in svg
-    assert f"busiest link of the run: {rows[i][0]} → {rows[i][1]} (90.0 %)" in svg
+    assert _label(svg) == f"{rows[i][0]} → {rows[i][1]}" and "busiest link drawn (90.0 % busy)" in svg
+    assert "busiest link of the run (90.0 %)" in svg
 
     def colours(fig) -> list[str]:
         """The drawn links' colours, in drawing order (the busiest last, on top)."""

@@ -17,7 +17,7 @@ import matplotlib
 
 from kernbench.studies.cache import canonical, file_digest, source_digest
 from kernbench.studies.figures import topology
-from kernbench.studies.figures.common import FORMATS, FigureSpec, save
+from kernbench.studies.figures.common import FORMATS, FigureSpec, save, styled
 from kernbench.studies.registry import get_study, is_registered, load_ref
 from kernbench.studies.results import strip_run, validate, write_if_changed
 
@@ -57,7 +57,7 @@ def _render(specs: tuple[FigureSpec, ...], draw, out_dir: Path, formats: tuple[s
     if all(p.is_file() for p in paths) and stamp_file.is_file() and stamp_file.read_text() == stamp:
         return paths  # drawn from exactly these inputs by exactly this code: nothing to redo
     for spec in specs:
-        save(draw(spec), out_dir, spec.name, formats)
+        save(styled(draw, spec), out_dir, spec.name, formats)
     write_if_changed(stamp_file, stamp)
     return paths
 

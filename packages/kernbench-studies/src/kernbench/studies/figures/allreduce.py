@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from matplotlib.ticker import FuncFormatter, NullFormatter
-
-from kernbench.studies.figures.common import COLORS, TOPOLOGY_ORDER, FigureSpec, kib, new_figure, topology_color
+from kernbench.studies.figures.common import (
+    COLORS,
+    TOPOLOGY_ORDER,
+    FigureSpec,
+    kib,
+    log_ticks,
+    new_figure,
+    topology_color,
+)
 from kernbench.studies.results import select
 from kernbench.topology.sip_topologies import TORUS_2D
 
@@ -22,21 +28,35 @@ def _payload_axis(ax, payloads: list[int]) -> None:
 
 def _log_latency(ax) -> None:
     ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    log_ticks(ax.yaxis)
     ax.set_ylabel("all-reduce latency (µs, log scale)")
 
 
+#: One marker per series, and one dash pattern per series' model, so that curves lying on each other stay apart.
+MARKERS = ("o", "s", "^", "D", "v")
+MODEL_STYLES = ("--", "-.", ":", (0, (5, 1, 1, 1)), (0, (1, 2)))
+
+
 def _curves(ax, rx, groups: list[tuple[str, list[dict]]], base: list[dict] | None) -> None:
-    for name, rows in groups:
+    for i, (name, rows) in enumerate(groups):
         b = [r["bytes_per_pe"] for r in rows]
         color = topology_color(name)
-        ax.plot(b, [r["allreduce_ns"] / 1e3 for r in rows], "o-", color=color, markersize=3, label=name)
-        ax.plot(b, [r["model_ns"] / 1e3 for r in rows], "--", color=color, linewidth=1.0,
-                label=f"{name} α–β model")
+        marker = MARKERS[i % len(MARKERS)]
+        ax.plot(b, [r["allreduce_ns"] / 1e3 for r in rows], f"{marker}-", color=color, markersize=3.5,
+                markerfacecolor="none", label=name)
+        ax.plot(b, [r["model_ns"] / 1e3 for r in rows], linestyle=MODEL_STYLES[i % len(MODEL_STYLES)], color=color,
+                linewidth=1.0, label=f"{name} α–β model")
         if base is not None:
-            rx.plot(b, [r["allreduce_ns"] / x["allreduce_ns"] for r, x in zip(rows, base, strict=True)], "o-",
-                    color=color, markersize=3, label=name)
+            rx.plot(b, [r["allreduce_ns"] / x["allreduce_ns"] for r, x in zip(rows, base, strict=True)],
+                    f"{marker}-", color=color, markersize=3.5, markerfacecolor="none", label=name)
+
+
+def _legend_below(fig, ax) -> None:
+    """One legend for both panels, under the figure, where it can cover no data."""
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, ncols=3, loc="lower center", bbox_to_anchor=(0.5, 0.0), frameon=False,
+               fontsize=7)
 
 
 def draw_topologies(doc: dict):
@@ -54,10 +74,9 @@ def draw_topologies(doc: dict):
         _payload_axis(a, payloads)
     _log_latency(ax)
     ax.set_title("(a) six SIPs, TCM receive rings", loc="left")
-    ax.legend(ncols=1, loc="upper left", frameon=False, fontsize=6.5)
     rx.set_ylabel("latency / torus latency (ratio)")
     rx.set_title(f"(b) relative to {TORUS_2D.name}", loc="left")
-    fig.tight_layout()
+    _legend_below(fig, ax)
     return fig
 
 
@@ -74,10 +93,9 @@ def draw_buffer_kinds(doc: dict):
         _payload_axis(a, payloads)
     _log_latency(ax)
     ax.set_title(f"(a) {TORUS_2D.name}, receive rings by memory", loc="left")
-    ax.legend(ncols=1, loc="upper left", frameon=False, fontsize=6.5)
     rx.set_ylabel(f"latency / {groups[0][0]} latency (ratio)")
     rx.set_title(f"(b) relative to {groups[0][0]}", loc="left")
-    fig.tight_layout()
+    _legend_below(fig, ax)
     return fig
 
 
@@ -98,7 +116,7 @@ def draw_sensitivity(doc: dict):
     ax.set_xlabel("HBM pseudo-channel bandwidth (GB/s)")
     ax.set_ylabel("all-reduce latency (µs)")
     ax.set_title(f"{TORUS_2D.name}, {kib(payload or 0)} per PE", loc="left")
-    ax.legend(ncols=3, loc="upper right", frameon=False, fontsize=6.5)
+    ax.legend(ncols=1, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False, fontsize=7)
     return fig
 
 

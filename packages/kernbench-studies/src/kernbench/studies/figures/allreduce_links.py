@@ -17,8 +17,11 @@ one-SIP view would show nearly the same picture three times.
 
 from __future__ import annotations
 
+import re
 from functools import partial
 from pathlib import Path
+
+from matplotlib.text import Annotation
 
 from kernbench.studies import allreduce_links
 from kernbench.studies.base import StudyError
@@ -70,8 +73,112 @@ def draw_links(doc: dict, topology_dir: Path, sip_topology: str):
              f"{str(row['buffer_kind']).upper()} receive rings")
     fig, _ = render_heatmap(graph, values, title=title, scope=SCOPE, details=details,
                             subtitle=f"run window {window / 1000:.2f} µs")
+    fit_to_page(fig)
     fig.set_dpi(DPI)
     return fig
+
+
+#: The largest size of a heatmap's axes on the page, inches: three heatmaps (a one-row tray and two 2×3 ones) and
+#: their captions share one page, and the report includes them at their own size, so every label prints at the
+#: size it is drawn (at least 6 pt).
+MAX_AXES_WIDTH_IN, MAX_AXES_HEIGHT_IN = 5.2, 1.9
+_LEFT_IN, _BAR_GAP_IN, _BAR_WIDTH_IN, _RIGHT_IN = 0.5, 0.12, 0.1, 0.4
+_FOOT_IN = 0.36
+
+
+_SIDE_IN = 2.55  # room for the header beside a narrow tray (a 2×3 grid of SIPs), inches
+_HEADER_PT = 7.0
+
+
+def header_lines(header: list[str], notes: list) -> list[str]:
+    """The heatmap's header and its busiest-drawn-link label as short lines (a link's name on a line of its own);
+    the label on the link itself becomes ``busiest link drawn``."""
+    lines = []
+    for text in header:
+        for ln in text.replace("; ", "\n").split("\n"):
+            m = re.match(r"busiest link of the run: (.*) \((.*)\)$", ln)
+            if m:
+                lines += [f"busiest link of the run ({m[2]}):", f"  {m[1]}"]
+            elif " (" in ln and ln.startswith("whole tray"):
+                head, _, rest = ln.partition(" (")
+                lines += [head, f"  ({rest}"]
+            elif ln.strip():
+                lines.append(ln)
+    for note in notes:
+        link, _, rest = note.get_text().removeprefix("busiest here: ").partition("\n")
+        busy, _, traffic = rest.partition(", ")
+        lines += [f"busiest link drawn ({busy}):", f"  {link}", f"  {traffic}"]
+        note.set_text("busiest link drawn")
+    return lines
+
+
+def fit_to_page(fig) -> None:
+    """Re-lay a whole-tray heatmap for a page that holds all three: the axes cropped to the tray's aspect (no empty
+    band around it) and no larger than :data:`MAX_AXES_WIDTH_IN` × :data:`MAX_AXES_HEIGHT_IN`, the colour bar as
+    tall as the tray, the title left to the sub-caption (it repeats it), and the header lines (links drawn, run
+    window, busiest links, the busiest drawn link's traffic) above a wide tray or beside a narrow one, with only a
+    short label at the busiest drawn link itself."""
+    ax, cax = fig.axes[0], fig.axes[1]
+    (x0, x1), (y1, y0) = ax.get_xlim(), ax.get_ylim()
+    aspect = abs(y1 - y0) / abs(x1 - x0)
+    width = min(MAX_AXES_WIDTH_IN, MAX_AXES_HEIGHT_IN / aspect)
+    height = width * aspect
+    lines = header_lines([t.get_text() for t in fig.texts if t is not fig._suptitle],
+                         [t for t in ax.texts if isinstance(t, Annotation)])
+    beside = width < MAX_AXES_WIDTH_IN - _SIDE_IN
+    if not beside:  # above a wide tray there is room for a link's name on its heading's line
+        joined: list[str] = []
+        for ln in lines:
+            if ln.startswith("  ") and joined:
+                glue = " " if joined[-1].endswith(":") or ln.strip().startswith("(") else ", "
+                joined[-1] += glue + ln.strip()
+            else:
+                joined.append(ln)
+        lines = joined
+    head = 0.05 if beside else 0.12 + 0.13 * len(lines)
+    fig_w = _LEFT_IN + width + _BAR_GAP_IN + _BAR_WIDTH_IN + _RIGHT_IN + (_SIDE_IN if beside else 0.0)
+    fig_h = head + height + _FOOT_IN
+    fig.set_size_inches(fig_w, fig_h)
+    ax.set_position((_LEFT_IN / fig_w, _FOOT_IN / fig_h, width / fig_w, height / fig_h))
+    cax.set_position(((_LEFT_IN + width + _BAR_GAP_IN) / fig_w, _FOOT_IN / fig_h, _BAR_WIDTH_IN / fig_w,
+                      height / fig_h))
+    cax.set_ylabel("busy, % of the run window", fontsize=6.5)  # as tall as the tray at most (grey: idle, caption)
+    if fig._suptitle is not None:
+        fig._suptitle.set_text("")
+    texts = [t for t in fig.texts if t is not fig._suptitle]
+    for t in texts[1:]:
+        t.set_text("")
+    text = texts[0]
+    text.set_text("\n".join(lines))
+    if beside:  # in the room beside the colour bar
+        text.set_position(((fig_w - _SIDE_IN + 0.05) / fig_w, (_FOOT_IN + height) / fig_h))
+    else:
+        text.set_position((_LEFT_IN / fig_w, 1 - 0.04 / fig_h))
+    text.set_fontsize(_HEADER_PT)
+    text.set_verticalalignment("top")
+    text.set_horizontalalignment("left")
+    _keep_labels_inside(fig, ax)
+
+
+def _keep_labels_inside(fig, ax) -> None:
+    """Turn an annotation that runs past the axes' right or left edge to the other side of the point it labels."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    frame = ax.get_window_extent(renderer)
+    for note in [t for t in ax.texts if isinstance(t, Annotation)]:
+        box = note.get_window_extent(renderer)
+        dx, dy = note.xyann
+        if (box.x1 > frame.x1 and dx > 0) or (box.x0 < frame.x0 and dx < 0):
+            note.xyann = (-dx, dy)
+            note.set_horizontalalignment("right" if dx > 0 else "left")
+
+
+GROUP_CAPTION = ("Link utilisation of the all-reduce (links panel, TCM receive rings) on the three SIP topologies, "
+                 "whole tray: every directed link coloured by its busy time as a share of the run window, the colour "
+                 "scale ending at the run's busiest link; grey links carried nothing; links inside a PE and the "
+                 "control sideband are not drawn. Drawn by kernbench.topology.heatmap, the code behind the heatmaps "
+                 "of the links command.")
 
 
 def _spec(sip_topology: str) -> FigureSpec:
@@ -83,7 +190,8 @@ def _spec(sip_topology: str) -> FigureSpec:
         "directed link coloured by its busy time as a share of the run window, the colour scale ending at the "
         "run's busiest link; grey links carried nothing; links inside a PE and the control sideband are not "
         "drawn. Drawn by kernbench.topology.heatmap, the code behind the heatmaps of the links command.",
-        COMMAND, partial(draw_links, sip_topology=sip_topology), 1.0, topologies=True,
+        COMMAND, partial(draw_links, sip_topology=sip_topology), 0.0, topologies=True, group="allreduce_links",
+        group_caption=GROUP_CAPTION, short_caption=f"{sip_topology}.",
         tex_caption=(rf"Payload \kbArLinksPayload{{}} per PE; run window \kbArLinks{cap}Window; the busiest link "
                      rf"drawn is busy \kbArLinks{cap}Busiest{{}} of it; the PCIe links between the SIPs and the "
                      rf"switch carry \kbClaimArLinks{cap}Pcie{{}} per link and direction."))

@@ -20,6 +20,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from kernbench.topology.sip_topologies import MESH_2D_NO_WRAP, RING_1D, SHIPPED, TORUS_2D
 
@@ -71,22 +72,35 @@ class FigureSpec:
 
     ``topologies`` True: ``draw(doc, topology_dir)`` also reads the compiled topologies the results were recorded
     on (a heatmap draws on the graph). ``tex_caption`` is LaTeX the report adds to the caption; it states numbers
-    only through the report's generated macros (``\\kb…``), never typed digits."""
+    only through the report's generated macros (``\\kb…``), never typed digits. Figures with the same ``group``
+    share one figure of the report as sub-figures (macro ``\\kbFig`` + the group in CamelCase), under the
+    ``group_caption`` of the group's first member; each member's ``short_caption`` (and ``tex_caption``) becomes
+    its sub-caption."""
 
     name: str
     study: str | None
     caption: str
     command: str
     draw: Callable[..., plt.Figure]
-    width: float = 1.0  # share of the text width the figure takes in the report
+    width: float = 1.0  # share of the text width the figure takes in the report (0: its own size, as drawn)
     topologies: bool = False
     tex_caption: str = ""
+    group: str = ""
+    group_caption: str = ""
+    short_caption: str = ""
 
 
 def new_figure(width_in: float = 6.4, height_in: float = 3.0, **kw) -> tuple[plt.Figure, object]:
     """A figure and its axes with the project style."""
     with plt.rc_context(STYLE):
         return plt.subplots(figsize=(width_in, height_in), **kw)
+
+
+def styled(draw: Callable[..., plt.Figure], *args, **kw) -> plt.Figure:
+    """``draw(*args, **kw)`` with the project style in force for the whole drawing, so that legends, titles and
+    texts added after the axes were made get the style's sizes too (not matplotlib's larger defaults)."""
+    with plt.rc_context(STYLE):
+        return draw(*args, **kw)
 
 
 def encode(fig: plt.Figure, fmt: str) -> bytes:
@@ -114,6 +128,15 @@ def save(fig: plt.Figure, out_dir: Path, name: str, formats: tuple[str, ...] = F
     finally:
         plt.close(fig)
     return paths
+
+
+def log_ticks(axis) -> None:
+    """Label a log axis at 1, 2 and 5 of every decade (plain numbers), so that even a range of less than a decade
+    shows several labelled ticks."""
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_locator(LogLocator(base=10, subs=tuple(range(1, 10))))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def label_shape(m: int, k: int, n: int) -> str:

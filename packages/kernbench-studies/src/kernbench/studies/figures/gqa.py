@@ -4,9 +4,8 @@ latency and KV bytes per cube, and dispatch cycles per KV tile."""
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from kernbench.studies.figures.common import FigureSpec, new_figure
+from kernbench.studies.figures.common import FigureSpec, log_ticks, new_figure
 from kernbench.studies.results import select
 
 COMMAND = "kernbench study gqa"
@@ -15,13 +14,33 @@ ENGINES = ("pe_dma", "pe_fetch_store", "pe_gemm", "pe_math", "pe_cpu")
 PALETTE = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02")
 PARTITION_COLORS = {"cube_sp_pe_tp": "#d95f02", "cube_repl_pe_tp": "#e7298a", "cube_repl_pe_sp": "#7570b3",
                     "cube_sp_pe_sp": "#1b9e77"}
+#: Marker and line style per partitioning: two partitionings whose curves coincide stay both visible.
+PARTITION_STYLES = {"cube_sp_pe_tp": ("s", "--", 6.0), "cube_repl_pe_tp": ("o", "-", 3.5),
+                    "cube_repl_pe_sp": ("^", "-", 3.5), "cube_sp_pe_sp": ("D", "-", 3.5)}
 VARIANT_COLORS = {"opt1": "#d95f02", "opt2": "#1b9e77", "opt3": "#7570b3"}
+#: How a headline panel name reads on an axis: phase, users, PEs, partitioning.
+_PHASES = {"prefill": "prefill", "decode": "decode"}
+
+
+def panel_label(name: str, first: str = ", ", rest: str = ", ") -> str:
+    """A headline panel's name in words: ``prefill_c4_ring`` -> ``prefill, 4 users, ring``, ``decode_c1_p8`` ->
+    ``decode, 1 user, 8 PEs`` (``first`` after the phase, ``rest`` between the others: newlines for a tick
+    label)."""
+    parts = name.split("_")
+    words = [_PHASES.get(parts[0], parts[0])]
+    for p in parts[1:]:
+        if p[:1] == "c" and p[1:].isdigit():
+            words.append(f"{p[1:]} user" + ("s" if p[1:] != "1" else ""))
+        elif p[:1] == "p" and p[1:].isdigit():
+            words.append(f"{p[1:]} PE" + ("s" if p[1:] != "1" else ""))
+        else:
+            words.append(p)
+    return words[0] + (first + rest.join(words[1:]) if len(words) > 1 else "")
 
 
 def _plain_log(ax) -> None:
     ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    log_ticks(ax.yaxis)
 
 
 def draw_panels(doc: dict):
@@ -30,35 +49,43 @@ def draw_panels(doc: dict):
     fig, ax = new_figure(6.4, 2.5)
     x = np.arange(len(rows))
     ax.bar(x, [r["latency_ns"] / 1e3 for r in rows], 0.55, color=PALETTE[0])
-    ax.set_xticks(x, [r["name"] for r in rows])
+    ax.set_xticks(x, [panel_label(r["name"], "\n") for r in rows])
     ax.set_xlabel("headline panel")
     ax.set_ylabel("latency (µs)")
     return fig
 
 
+def _log_bars(ax, x, rows, keys: tuple[str, ...], field: str, floor: float) -> None:
+    """Grouped bars of ``field % key`` on a log axis; a zero gets no bar (it has no place on the axis) but a "0"
+    at the bottom of its slot."""
+    w = 0.8 / len(keys)
+    for i, k in enumerate(keys):
+        xs = x + (i - (len(keys) - 1) / 2) * w
+        vals = [r[field % k] for r in rows]
+        ax.bar(xs, [v if v > 0 else np.nan for v in vals], w, color=PALETTE[i], label=k)
+        for xi, v in zip(xs, vals, strict=True):
+            if v <= 0:
+                ax.annotate("0", (xi, floor), xytext=(0, 1), textcoords="offset points", ha="center", va="bottom",
+                            fontsize=7, color=PALETTE[i])
+    _plain_log(ax)
+    ax.set_ylim(floor, None)
+
+
 def draw_opmix(doc: dict):
     """(a) Operations per headline panel; (b) summed busy time per engine (log scale)."""
     rows = select(doc, panel="headline")
-    fig, (ax, bx) = new_figure(6.4, 2.9, ncols=2)
+    fig, (ax, bx) = new_figure(6.4, 3.3, ncols=2)
     x = np.arange(len(rows))
-    w = 0.8 / len(OPS)
-    for i, o in enumerate(OPS):
-        ax.bar(x + (i - (len(OPS) - 1) / 2) * w, [max(r[f"op_{o}"], 0.5) for r in rows], w, color=PALETTE[i],
-               label=o)
-    _plain_log(ax)
+    _log_bars(ax, x, rows, OPS, "op_%s", 0.5)
     ax.set_ylabel("operations (count, log scale)")
     ax.set_title("(a) operation mix", loc="left")
-    ax.legend(ncols=2, frameon=False, fontsize=6.5)
-    w = 0.8 / len(ENGINES)
-    for i, e in enumerate(ENGINES):
-        bx.bar(x + (i - (len(ENGINES) - 1) / 2) * w, [max(r[f"occupancy_{e}_ns"], 1.0) for r in rows], w,
-               color=PALETTE[i], label=e)
-    _plain_log(bx)
+    _log_bars(bx, x, rows, ENGINES, "occupancy_%s_ns", 1.0)
     bx.set_ylabel("summed busy time (ns, log scale)")
     bx.set_title("(b) engine occupancy", loc="left")
-    bx.legend(ncols=2, frameon=False, fontsize=6.5)
     for a in (ax, bx):
-        a.set_xticks(x, [r["name"] for r in rows], rotation=25, ha="right", rotation_mode="anchor")
+        a.set_xticks(x, [panel_label(r["name"], "\n", "\n") for r in rows])
+        a.legend(ncols=3, loc="upper left", bbox_to_anchor=(0, -0.3), borderaxespad=0, frameon=False,
+                 fontsize=6.5)
     fig.tight_layout()
     return fig
 
@@ -71,10 +98,11 @@ def draw_partitions(doc: dict):
         parts.setdefault(r["partition"], []).append(r)
     for name, rows in parts.items():
         s = [r["keys"] for r in rows]
-        ax.plot(s, [r["latency_ns"] / 1e3 for r in rows], "o-", color=PARTITION_COLORS.get(name, "black"),
-                markersize=3.5, label=name)
-        bx.plot(s, [r["kv_bytes_max_cube"] / 2**20 for r in rows], "o-", color=PARTITION_COLORS.get(name, "black"),
-                markersize=3.5, label=name)
+        marker, line, size = PARTITION_STYLES.get(name, ("o", "-", 3.5))
+        style = {"color": PARTITION_COLORS.get(name, "black"), "marker": marker, "linestyle": line,
+                 "markersize": size, "markerfacecolor": "none", "label": name}
+        ax.plot(s, [r["latency_ns"] / 1e3 for r in rows], **style)
+        bx.plot(s, [r["kv_bytes_max_cube"] / 2**20 for r in rows], **style)
     for a in (ax, bx):
         a.set_xscale("log", base=2)
         keys = sorted({r["keys"] for r in select(doc, panel="long_context")})
@@ -86,8 +114,9 @@ def draw_partitions(doc: dict):
     ax.set_title("(a) one user, 8 cubes × 8 PEs", loc="left")
     bx.set_ylabel("KV bytes in the fullest cube (MiB, log)")
     bx.set_title("(b) KV cache per cube", loc="left")
-    ax.legend(frameon=False, fontsize=6.5)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, ncols=4, loc="lower center", bbox_to_anchor=(0.5, 0.0), frameon=False, fontsize=7)
     return fig
 
 

@@ -156,7 +156,8 @@ def _topology_table(topo: dict, payloads: list[int]) -> TableData:
     header = ["payload / PE"] + [f"{t} {w}" for t in TOPOLOGIES for w in ("µs", "model µs")]
     return TableData("tab:allreduce-topologies",
                  "All-reduce latency over six SIPs by payload per PE and logical SIP topology (TCM receive rings), "
-                 "measured and α–β model.", header, rows, "l" + "rr" * len(TOPOLOGIES))
+                 "measured and α–β model.", header, rows, "l" + "rr" * len(TOPOLOGIES),
+                 (("", 1), *((t, 2) for t in TOPOLOGIES)), ("payload / PE", *("µs", "model µs") * len(TOPOLOGIES)))
 
 
 def _kind_table(kinds: dict, payloads: list[int]) -> TableData:
@@ -170,7 +171,9 @@ def _kind_table(kinds: dict, payloads: list[int]) -> TableData:
     header = ["payload / PE"] + [f"{k.upper()} {w}" for k in KINDS for w in ("µs", "model µs")]
     return TableData("tab:allreduce-kinds",
                  "All-reduce latency on the 2×3 torus by payload and by the memory holding the IPCQ receive rings, "
-                 "measured and α–β model.", header, rows, "l" + "rr" * len(KINDS))
+                 "measured and α–β model.", header, rows, "l" + "rr" * len(KINDS),
+                 (("", 1), *((k.upper() + " rings", 2) for k in KINDS)),
+                 ("payload / PE", *("µs", "model µs") * len(KINDS)))
 
 
 def _sensitivity_table(sens: dict) -> TableData:

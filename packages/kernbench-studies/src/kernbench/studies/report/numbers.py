@@ -9,6 +9,8 @@ that lists every number beside where it came from.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import re
@@ -110,5 +112,50 @@ class Numbers:
                            for n in self.items.values()}, indent=1) + "\n"
 
     def appendix_rows(self) -> list[tuple[str, str, str]]:
-        """(macro, value as typeset, source) for the appendix table."""
+        """(macro, value as typeset, source) for every number."""
         return [(n.name, n.tex, n.source) for n in self.items.values()]
+
+    def csv_file(self) -> str:
+        """``numbers.csv``: one row per number with :data:`CSV_COLUMNS` (the full list the PDF's provenance
+        appendix points to)."""
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(CSV_COLUMNS)
+        for n in self.items.values():
+            w.writerow([f"\\{n.name}", n.text, plain_unit(n.unit), *split_source(n.source)])
+        return buf.getvalue()
+
+    def by_source_file(self) -> dict[str, int]:
+        """How many numbers come from each source file (in first-seen order)."""
+        out: dict[str, int] = {}
+        for n in self.items.values():
+            f = split_source(n.source)[0]
+            out[f] = out.get(f, 0) + 1
+        return out
+
+
+#: The columns of ``numbers.csv``.
+CSV_COLUMNS = ("macro", "value", "unit", "source file", "field", "point")
+_PLAIN_UNITS = {r"\textmu{}s": "µs", r"\%": "%", r"$\times$": "×"}
+_FIELD = re.compile(r"^(?P<field>[a-z][a-z0-9_.]*)(?:$|[ ,;:](?P<point>.*)$)")
+
+
+def plain_unit(unit: str) -> str:
+    """A unit as plain text (``\\textmu{}s`` -> ``µs``, ``\\%`` -> ``%``)."""
+    return _PLAIN_UNITS.get(unit, unit)
+
+
+def split_source(source: str) -> tuple[str, str, str]:
+    """A number's source as (file, field, point): ``out/studies/gemm/results.json: mac_efficiency 512x512x512
+    load_load`` -> (``out/studies/gemm/results.json``, ``mac_efficiency``, ``512x512x512 load_load``). A source
+    without a file (a module constant, a band the report sets) keeps its text as the file; a derived value keeps
+    its expression as the field and no point."""
+    file, sep, rest = source.partition(": ")
+    if not sep:
+        return source, "", ""
+    rest = rest.strip()
+    m = _FIELD.match(rest)
+    if m is None or not re.search(r"[_.]", m["field"]) or any(op in rest for op in (" / ", " - ", "sum ")):
+        # a described quantity (no field name first) or a value derived from several fields
+        return file, rest, ""
+    return file, m["field"], (m["point"] or "").strip(" ,;")
