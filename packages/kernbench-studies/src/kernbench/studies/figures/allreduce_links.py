@@ -112,6 +112,12 @@ def header_lines(header: list[str], notes: list) -> list[str]:
     return lines
 
 
+
+def _suptitle(fig):
+    """The figure's suptitle as a text artist (None without one), found through the public API."""
+    title = fig.get_suptitle()
+    return next((t for t in fig.texts if title and t.get_text() == title), None)
+
 def fit_to_page(fig) -> None:
     """Re-lay a whole-tray heatmap for a page that holds all three: the axes cropped to the tray's aspect (no empty
     band around it) and no larger than :data:`MAX_AXES_WIDTH_IN` × :data:`MAX_AXES_HEIGHT_IN`, the colour bar as
@@ -123,7 +129,8 @@ def fit_to_page(fig) -> None:
     aspect = abs(y1 - y0) / abs(x1 - x0)
     width = min(MAX_AXES_WIDTH_IN, MAX_AXES_HEIGHT_IN / aspect)
     height = width * aspect
-    lines = header_lines([t.get_text() for t in fig.texts if t is not fig._suptitle],
+    suptitle = _suptitle(fig)
+    lines = header_lines([t.get_text() for t in fig.texts if t is not suptitle],
                          [t for t in ax.texts if isinstance(t, Annotation)])
     beside = width < MAX_AXES_WIDTH_IN - _SIDE_IN
     if not beside:  # above a wide tray there is room for a link's name on its heading's line
@@ -143,9 +150,9 @@ def fit_to_page(fig) -> None:
     cax.set_position(((_LEFT_IN + width + _BAR_GAP_IN) / fig_w, _FOOT_IN / fig_h, _BAR_WIDTH_IN / fig_w,
                       height / fig_h))
     cax.set_ylabel("busy, % of the run window", fontsize=6.5)  # as tall as the tray at most (grey: idle, caption)
-    if fig._suptitle is not None:
-        fig._suptitle.set_text("")
-    texts = [t for t in fig.texts if t is not fig._suptitle]
+    if suptitle is not None:
+        suptitle.set_text("")
+    texts = [t for t in fig.texts if t is not suptitle]
     for t in texts[1:]:
         t.set_text("")
     text = texts[0]
