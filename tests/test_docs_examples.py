@@ -128,3 +128,31 @@ def test_collectives_sweep_tables_match_the_benchmark_results():
     kinds = re.findall(r"^\| `(tcm|sram|hbm)` \| ([\d.]+) \|$", text, re.M)
     want = [(k, f"{v:.1f}") for k, v in results["torus_64k_by_buffer_kind_ns"].items()]
     assert kinds == want, "docs/collectives.md: the buffer-kind table differs from benchmarks/results/allreduce.json"
+
+
+def test_collectives_other_collectives_script_prints_what_the_page_shows(tmp_path):
+    """The broadcast / all-gather / reduce-scatter / barrier script of docs/collectives.md."""
+    text = COLLECTIVES.read_text()
+    assert "`collectives_example.py`" in text, "docs/collectives.md no longer names collectives_example.py"
+    blocks = _blocks(text)
+    i = next(i for i, (lang, body) in enumerate(blocks) if lang == "python" and "dist.reduce_scatter_tensor(" in body)
+    lang, shown = blocks[i + 1]
+    assert lang == "text", "the block after collectives_example.py on the page should be its printed output"
+    (tmp_path / "topologies").symlink_to(ROOT / "topologies", target_is_directory=True)
+    (tmp_path / "collectives_example.py").write_text(blocks[i][1])
+    proc = subprocess.run([sys.executable, "collectives_example.py"], cwd=tmp_path, env=_env(), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == shown, "docs/collectives.md shows stale output of collectives_example.py: rerun it"
+
+
+def test_collectives_gather_scatter_figures_are_what_kernbench_run_reports():
+    rows = re.findall(r"^\| `((?:\w+=\S+ )*kernbench run [^`]*)` \| `(\w+)` \| ([\d.]+) \|$", COLLECTIVES.read_text(),
+                      re.M)
+    assert len(rows) == 5, rows
+    for line, metric, shown in rows:
+        argv, env = _kernbench(line)
+        proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        got = json.loads(proc.stdout)["metrics"][metric]
+        assert f"{got:.1f}" == shown, f"docs/collectives.md: `{line}` now reports {got:.1f} {metric}, the page {shown}"

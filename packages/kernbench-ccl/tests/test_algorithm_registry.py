@@ -17,6 +17,8 @@ from kernbench.ccl import CclConfigError, register_algorithm
 from kernbench.runtime import RuntimeContext
 
 SHIPPED = "kernbench.ccl.algorithms.lrab_hierarchical_allreduce"
+SHIPPED_ALL = [f"kernbench.ccl.algorithms.{m}" for m in ("grid_all_gather", "grid_barrier", "grid_broadcast",
+                                                          "grid_reduce_scatter", "lrab_hierarchical_allreduce")]
 BODY = """
 import pathlib
 pathlib.Path({marker!r}).write_text("imported")
@@ -58,7 +60,8 @@ def test_an_unregistered_module_is_refused_by_name_and_never_imported(default_gr
         ctx.distributed.init_process_group(config=path)
     assert str(exc.value) == (
         f"{path}: algorithm 'mine' names module 'ccl_reg_side_effect', which is not a registered algorithm module, "
-        f"so it is not imported (known: {SHIPPED}); register your own with kernbench.ccl.register_algorithm(module) "
+        f"so it is not imported (known: {', '.join(SHIPPED_ALL)}); register your own with "
+        "kernbench.ccl.register_algorithm(module) "
         "before init_process_group, or in the 'kernbench.ccl_algorithms' entry-point group of an installed package")
     assert not marker.exists() and "ccl_reg_side_effect" not in sys.modules
     assert not ctx.distributed.is_initialized()
@@ -72,7 +75,7 @@ def test_standard_library_and_lookalike_modules_are_refused_by_config_load(tmp_p
 
 
 def test_the_shipped_algorithm_is_known_without_being_imported():
-    assert config.shipped_algorithms() == [SHIPPED]
+    assert config.shipped_algorithms() == SHIPPED_ALL
     assert config.load(config.PACKAGED).module == SHIPPED
 
 
@@ -81,7 +84,7 @@ def test_a_registered_module_object_is_used_as_given(default_graph, tmp_path, mo
     import ccl_reg_object
 
     assert register_algorithm(ccl_reg_object) == "ccl_reg_object"
-    assert config.known_algorithms() == ["ccl_reg_object", SHIPPED]
+    assert config.known_algorithms() == ["ccl_reg_object", *SHIPPED_ALL]
     ctx = RuntimeContext(default_graph)
     ctx.distributed.init_process_group(config=ccl_yaml(tmp_path, "ccl_reg_object"))
     assert ctx.distributed.is_initialized() and marker.read_text() == "imported"

@@ -109,7 +109,7 @@ def test_unsupported_reduce_op(ctx):
     assert d.ReduceOp.SUM == "sum"
 
 
-@pytest.mark.parametrize("name", ["broadcast", "all_gather", "reduce_scatter", "send", "recv", "new_group"])
+@pytest.mark.parametrize("name", ["all_gather", "reduce_scatter", "all_to_all_single", "send", "recv", "new_group"])
 def test_other_collectives_are_not_implemented(ctx, name):
     d = ctx.distributed
     with pytest.raises(NotImplementedError, match=rf"torch\.distributed\.{name} is not implemented") as exc:
@@ -341,11 +341,20 @@ def test_backend_rank_and_barrier_after_init(ctx):
     d = ctx.distributed
     d.init_process_group()
     assert d.get_backend() == "ahbm"
-    assert d.barrier() is None
     assert d.get_rank() == 0
+    with pytest.raises(CollectiveError, match=r"barrier: the group has 2 ranks but 1 is running; run the workers "
+                                              r"with torch\.multiprocessing\.spawn\(worker, nprocs=2\)"):
+        d.barrier()  # a real barrier: one rank alone would wait for ever
+
+
+def test_a_barrier_of_every_rank_takes_simulated_time(ctx):
+    def worker(rank):
+        ctx.distributed.init_process_group()
+        ctx.distributed.barrier()
+
     t0 = ctx.now_ns
-    d.barrier()
-    assert ctx.now_ns == t0  # a no-op: no simulated time passes
+    ctx.multiprocessing.spawn(worker, nprocs=2)
+    assert ctx.now_ns > t0 and len(ctx.distributed.collective_results["barrier"]) == 2
 
 
 def test_get_rank_inside_spawn_is_the_worker_rank(ctx):

@@ -63,7 +63,11 @@ def test_an_algorithm_for_another_collective_is_refused_at_init(default_graph, t
 
     with pytest.raises(CclConfigError, match="runs all_reduce, not all_gather"):
         _import_algorithm(cfg)
-    RuntimeContext(default_graph).distributed.init_process_group(config=str(tmp_path / "ccl.yaml"))
+    ctx = RuntimeContext(default_graph)
+    with pytest.raises(CclConfigError, match="runs all_reduce, not all_gather; choose another algorithm for "
+                                             r"collectives\.all_gather"):
+        ctx.distributed.init_process_group(config=str(tmp_path / "ccl.yaml"))  # all_gather runs now: checked
+    assert not ctx.distributed.is_initialized()
 
 
 @pytest.mark.parametrize(("topo", "grid", "wrap"), [(RING_1D, (1, 6), 3), (TORUS_2D, (2, 3), 3),

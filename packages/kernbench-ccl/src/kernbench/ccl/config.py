@@ -60,7 +60,10 @@ class CclConfigError(KernbenchError):
 
 #: the collectives a ``ccl.yaml`` may configure (``all_reduce`` is the one the backend implements today)
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "reduce", "gather",
-               "scatter")
+               "scatter", "barrier")
+#: the collectives the ``ahbm`` backend runs (``all_gather`` is ``all_gather_into_tensor``, ``reduce_scatter``
+#: is ``reduce_scatter_tensor``)
+IMPLEMENTED = ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier")
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,7 @@ class AlgorithmConfig:
     world_size: int | None
     source: str
     collective: str = "all_reduce"
+    buffer_kind_given: bool = False  # set by the algorithm entry, the collective's entry or defaults
 
 
 def register_algorithm(module: ModuleType | str) -> str:
@@ -176,8 +180,24 @@ def load(path: Path | str, algorithm: str | None = None, collective: str = "all_
     world = entry.get("world_size", setting("world_size"))
     if world is not None and (isinstance(world, bool) or not isinstance(world, int) or world < 1):
         raise CclConfigError(f"{path}: world_size must be a positive integer, got {quote(world)}")
-    kind = entry.get("buffer_kind", setting("buffer_kind", "tcm"))
+    given = entry.get("buffer_kind", setting("buffer_kind"))
+    kind = "tcm" if given is None else given
     if kind not in BUFFER_KINDS:
         raise CclConfigError(f"{path}: buffer_kind {quote(kind)} is not one of {', '.join(BUFFER_KINDS)}")
     check_registered(entry["module"], name, str(path))
-    return AlgorithmConfig(name, entry["module"], kind, world, str(path), collective)
+    return AlgorithmConfig(name, entry["module"], kind, world, str(path), collective, given is not None)
+
+
+def configured_collectives(path: Path | str) -> set[str]:
+    """The collectives ``path`` chooses an algorithm for: those under ``collectives:`` with an ``algorithm``,
+    and ``all_reduce`` when ``defaults`` names one (the shape of files written before ``collectives``)."""
+    raw = load_yaml(Path(path).read_bytes(), str(path), CclConfigError) or {}
+    if not isinstance(raw, dict):
+        return set()
+    collectives = raw.get("collectives") or {}
+    found = {k for k, v in collectives.items() if isinstance(v, dict) and v.get("algorithm")} \
+        if isinstance(collectives, dict) else set()
+    defaults = raw.get("defaults") or {}
+    if isinstance(defaults, dict) and defaults.get("algorithm"):
+        found.add("all_reduce")
+    return found

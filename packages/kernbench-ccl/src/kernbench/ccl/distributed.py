@@ -12,27 +12,46 @@ module's ``neighbour_table(spec, world_size, sip_topology)`` gives another)
 and install it with its receive rings. Until it succeeds
 nothing is installed and every other call raises :class:`NotInitializedError`.
 
+The other collectives the backend runs (``broadcast``,
+``all_gather_into_tensor``, ``reduce_scatter_tensor`` and ``barrier``) are
+resolved at the same time, each from its own ``collectives:`` entry, or the
+packaged ``ccl.yaml``'s when the file has none; they share the group's
+world size, neighbour table and receive rings (the all-reduce's buffer
+kind, or ``buffer_kind=``), and a setting that contradicts them is a
+:class:`CclConfigError` naming the collective.
+
 ``all_reduce(t)`` asks the algorithm module's ``launch_spec`` for a
 :class:`~kernbench.ccl.launch_spec.LaunchSpec` (the kernel and its arguments
 by name, given a :class:`~kernbench.ccl.launch_spec.CollectiveCall` holding
 the SIP topology *strategy*), runs it on the PEs holding the calling rank's
 tensor (its SIP) and waits for it; under
 ``torch.multiprocessing.spawn`` every rank's wait goes to the launcher, so
-the collective drains once all ranks have launched. ``barrier()`` is a no-op:
-all ranks share one simulated clock and one process. Other collectives are
-not implemented and say so.
+the collective drains once all ranks have launched. ``barrier()`` launches
+the barrier algorithm on a one-value token, so no rank returns from it on
+the device before every rank has reached it. Other collectives are not
+implemented and say so.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
-from kernbench.ccl.config import AlgorithmConfig, CclConfigError, check_registered, config_path, load, registered_module
+from kernbench.ccl.config import (
+    IMPLEMENTED,
+    PACKAGED,
+    AlgorithmConfig,
+    CclConfigError,
+    check_registered,
+    config_path,
+    configured_collectives,
+    load,
+    registered_module,
+)
 from kernbench.ccl.install import Installation, install
 from kernbench.ccl.launch_spec import CollectiveCall, LaunchSpec, LaunchSpecError
 from kernbench.ccl.neighbours import intercube_multisip, sip_grid, sip_strategy
-from kernbench.runtime import RuntimeContext, Tensor
+from kernbench.runtime import DPPolicy, RuntimeContext, Tensor
 from kernbench.topology.errors import KernbenchError
 from kernbench.topology.sip_topologies import SipTopology, sip_topology_names
 
@@ -59,9 +78,10 @@ class ReduceOp:
     SUM = "sum"
 
 
-_NOT_IMPLEMENTED = ("broadcast", "reduce", "all_gather", "all_gather_into_tensor", "gather", "scatter",
-                    "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "send", "recv",
-                    "isend", "irecv", "new_group")
+_NOT_IMPLEMENTED = ("reduce", "all_gather", "gather", "scatter", "reduce_scatter", "all_to_all",
+                    "all_to_all_single", "send", "recv", "isend", "irecv", "new_group")
+_RUNS = ("all_reduce", "broadcast", "all_gather_into_tensor", "reduce_scatter_tensor", "barrier")
+_TOKEN = DPPolicy(num_cubes=1, num_pes=1)  # the barrier's one-value token: PE 0 of cube 0 of the rank's SIP
 
 
 @dataclass(frozen=True)
@@ -105,6 +125,7 @@ class _Group:
     grid: tuple[int, int]
     buffer_kind: str
     installation: Installation
+    algorithms: dict = field(default_factory=dict)  # collective -> (AlgorithmConfig, module)
 
 
 class DistributedContext:
@@ -116,6 +137,7 @@ class DistributedContext:
         self.ctx = ctx
         self._group: _Group | None = None
         self.results: list = []  # (rank, LaunchResult) of every all_reduce, for benches and reports
+        self.collective_results: dict[str, list] = {}  # collective -> (rank, LaunchResult) of every call of it
         self._destroy_calls = 0
         self._calls: dict[int, int] = {}  # all_reduce calls made so far, per rank
         self._layouts: dict[int, tuple] = {}  # call index -> (cubes, elements, dtype) of the first rank to make it
@@ -137,9 +159,35 @@ class DistributedContext:
                 return  # every rank calls it; the first call installed the group
             raise CollectiveError("init_process_group: a process group with other settings already exists; call "
                                   "destroy_process_group() first")
+        path = config or config_path(spec.source)
         plan = plan_group(spec, cfg)
+        algorithms = {"all_reduce": (cfg, plan.module)}
+        configured = configured_collectives(path)
+        for coll in IMPLEMENTED[1:]:
+            algorithms[coll] = self._plan_other(spec, path if coll in configured else PACKAGED, coll, plan, kind,
+                                                buffer_kind is not None)
         inst = install(self.ctx, plan.table, kind)
-        self._group = _Group(cfg, plan.module, plan.world_size, plan.sip_topology, plan.grid, kind, inst)
+        self._group = _Group(cfg, plan.module, plan.world_size, plan.sip_topology, plan.grid, kind, inst,
+                             algorithms)
+
+    @staticmethod
+    def _plan_other(spec, path, coll: str, plan: GroupPlan, kind: str, kind_forced: bool):
+        """Resolve ``coll``'s algorithm in ``path`` and check it fits the group planned for ``all_reduce``."""
+        cfg = load(path, collective=coll)
+        if path == PACKAGED:  # not configured in the user's file: the group's settings apply
+            cfg = replace(cfg, world_size=plan.world_size, buffer_kind=kind)
+        if cfg.world_size is not None and cfg.world_size != plan.world_size:
+            raise CclConfigError(f"{cfg.source}: {coll} has world size {cfg.world_size} but the group (all_reduce) "
+                                 f"has {plan.world_size}; one process group has one world size")
+        if not kind_forced and cfg.buffer_kind_given and cfg.buffer_kind != kind:
+            raise CclConfigError(f"{cfg.source}: {coll} asks for buffer_kind {cfg.buffer_kind} but the group's rings "
+                                 f"(all_reduce's) are in {kind}; one process group installs one set of rings, so set "
+                                 f"the same buffer_kind (e.g. under defaults) or pass buffer_kind=")
+        other = plan_group(spec, replace(cfg, world_size=plan.world_size))
+        if other.table != plan.table:
+            raise CclConfigError(f"{cfg.source}: algorithm {cfg.name!r} of {coll} needs another neighbour table "
+                                 f"than all_reduce's {plan.module.__name__}; one process group installs one table")
+        return cfg, other.module
 
     def destroy_process_group(self) -> None:
         """Remove the neighbour tables and free their receive rings. Under spawn every rank calls it; the group
@@ -180,26 +228,159 @@ class DistributedContext:
         self._require("get_backend")
         return "ahbm"
 
-    def barrier(self) -> None:
-        """A no-op: ranks share one simulated clock and one process, so there is nothing to wait for."""
-        self._require("barrier")
+    def barrier(self):
+        """Wait on the device until every rank has reached the barrier (the ``barrier`` algorithm of
+        ``ccl.yaml`` on a one-value token on PE 0 of cube 0); returns the launch result."""
+        group = self._require("barrier")
+        rank = self._check_ranks("barrier", group)
+        token = self.ctx.empty((1, 1), "float16", _TOKEN)
+        try:
+            self._record_layout("barrier", rank, (), "")
+            call = CollectiveCall("barrier", group.world_size, rank, 1, 1, 1, group.sip_topology, group.grid)
+            return self._launch("barrier", "barrier", group, token, call)
+        finally:
+            self.ctx.free(token)
+
+    def broadcast(self, tensor: Tensor, src: int = 0, group=None, async_op: bool = False):
+        """Copy rank ``src``'s ``tensor`` into ``tensor`` on every rank, in place; returns the launch result.
+        The tensor is one 2-D shard on PE 0 of one cube (e.g. ``DPPolicy(num_cubes=1, num_pes=1)``), the same
+        shape and dtype on every rank."""
+        grp = self._require("broadcast")
+        self._no_group_args("broadcast", group, async_op)
+        rank = self._check_ranks("broadcast", grp)
+        if isinstance(src, bool) or not isinstance(src, int) or not 0 <= src < grp.world_size:
+            raise CollectiveError(f"broadcast: rank {rank} passes src={src!r}; src must be a rank "
+                                  f"0..{grp.world_size - 1}")
+        n_elem = self._one_cube("broadcast", rank, tensor, "tensor")
+        self._record_layout("broadcast", rank, (tuple(tensor.shape), tensor.dtype, src),
+                            f"a {tensor.dtype}{list(tensor.shape)} tensor from src {src}")
+        call = CollectiveCall("broadcast", grp.world_size, rank, n_elem, 1, 1, grp.sip_topology, grp.grid, src=src)
+        return self._launch("broadcast", "broadcast", grp, tensor, call)
+
+    def all_gather_into_tensor(self, output_tensor: Tensor, input_tensor: Tensor, group=None,
+                               async_op: bool = False):
+        """Concatenate every rank's ``input_tensor`` (in rank order, along dim 0) into ``output_tensor`` on
+        every rank. Both are one 2-D shard on PE 0 of the same cube; the output has ``world_size`` times the
+        input's rows."""
+        grp = self._require("all_gather_into_tensor")
+        self._no_group_args("all_gather_into_tensor", group, async_op)
+        rank = self._check_ranks("all_gather_into_tensor", grp)
+        n_elem = self._one_cube("all_gather_into_tensor", rank, input_tensor, "input")
+        self._matching("all_gather_into_tensor", rank, grp.world_size, output_tensor, input_tensor, "output",
+                       "input")
+        self._record_layout("all_gather_into_tensor", rank, (tuple(input_tensor.shape), input_tensor.dtype),
+                            f"an input of {input_tensor.dtype}{list(input_tensor.shape)}")
+        call = CollectiveCall("all_gather", grp.world_size, rank, n_elem, 1, 1, grp.sip_topology, grp.grid)
+        return self._launch("all_gather_into_tensor", "all_gather", grp, input_tensor, call, {"out": output_tensor})
+
+    def reduce_scatter_tensor(self, output: Tensor, input: Tensor, op: str = ReduceOp.SUM, group=None,
+                              async_op: bool = False):
+        """Sum every rank's ``input`` and give rank ``r`` block ``r`` of the sum (rows ``r*R .. (r+1)*R``) in
+        ``output`` (``R`` rows). Both are one 2-D shard on PE 0 of the same cube."""
+        grp = self._require("reduce_scatter_tensor")
+        self._no_group_args("reduce_scatter_tensor", group, async_op)
+        if op != ReduceOp.SUM:
+            raise UnsupportedOpError(f"reduce_scatter_tensor: op {op!r} is not implemented; only 'sum' is")
+        rank = self._check_ranks("reduce_scatter_tensor", grp)
+        n_elem = self._one_cube("reduce_scatter_tensor", rank, output, "output")
+        self._matching("reduce_scatter_tensor", rank, grp.world_size, input, output, "input", "output")
+        self._record_layout("reduce_scatter_tensor", rank, (tuple(output.shape), output.dtype),
+                            f"an output of {output.dtype}{list(output.shape)}")
+        call = CollectiveCall("reduce_scatter", grp.world_size, rank, n_elem, 1, 1, grp.sip_topology, grp.grid)
+        return self._launch("reduce_scatter_tensor", "reduce_scatter", grp, input, call, {"out": output})
+
+    # ------------------------------------------------------------------ shared checks of the collectives
+    @staticmethod
+    def _no_group_args(what: str, group, async_op: bool) -> None:
+        if group is not None or async_op:
+            raise UnsupportedOpError(f"{what}: group= and async_op=True are not implemented by the ahbm backend; "
+                                     f"every collective runs on the default group and waits")
+
+    def _check_ranks(self, what: str, group: _Group) -> int:
+        """The calling rank, once the number of running ranks matches the group."""
+        spawned = self.ctx.multiprocessing.nprocs
+        if (spawned or 1) != group.world_size:
+            raise CollectiveError(f"{what}: the group has {group.world_size} ranks but {spawned or 1} "
+                                  f"{'are' if (spawned or 1) > 1 else 'is'} running; run the workers with "
+                                  f"torch.multiprocessing.spawn(worker, nprocs={group.world_size})")
+        return self.get_rank()
+
+    def _one_cube(self, what: str, rank: int, tensor: Tensor, name: str) -> int:
+        """Check ``tensor`` is this session's, on the rank's SIP, one 2-D shard on PE 0 of one cube; its values."""
+        if not isinstance(tensor, Tensor):
+            raise CollectiveError(f"{what}: rank {rank}: {name} must be a tensor of this runtime, got "
+                                  f"{type(tensor).__name__}")
+        self.ctx.check_tensor(tensor, what)
+        if tensor.sip != rank:
+            raise CollectiveError(f"{what}: rank {rank} passed a tensor on SIP {tensor.sip}; each rank passes "
+                                  f"tensors on its own SIP")
+        shards = [s for s, _ in tensor.shards]
+        if len(shards) != 1 or shards[0].pe != 0 or len(tensor.shape) != 2:
+            raise CollectiveError(f"{what}: rank {rank}: {name} must be 2-D with one shard on PE 0 of one cube "
+                                  f"(e.g. DPPolicy(num_cubes=1, num_pes=1)); got shape {list(tensor.shape)} with "
+                                  f"shards on {sorted((s.cube, s.pe) for s in shards)}")
+        return shards[0].nbytes // _itemsize(tensor.dtype)
+
+    def _matching(self, what: str, rank: int, world: int, large: Tensor, small: Tensor, large_name: str,
+                  small_name: str) -> None:
+        """``large`` must be ``world`` blocks of ``small`` stacked along dim 0, in the same dtype and on the same
+        PE (the PE the kernel runs on)."""
+        self._one_cube(what, rank, large, large_name)
+        want = (world * small.shape[0], small.shape[1])
+        if tuple(large.shape) != want or large.dtype != small.dtype:
+            raise CollectiveError(f"{what}: rank {rank} passes {large_name} {large.dtype}{list(large.shape)} and "
+                                  f"{small_name} {small.dtype}{list(small.shape)}; {large_name} must be "
+                                  f"{small.dtype}{list(want)} (world size {world} x the {small_name}'s rows)")
+        (a, _), (b, _) = large.shards[0], small.shards[0]
+        if a.cube != b.cube:
+            raise CollectiveError(f"{what}: rank {rank} passes the {large_name} on cube {a.cube} and the "
+                                  f"{small_name} on cube {b.cube}; place both on the same cube's PE 0")
+
+    def _record_layout(self, what: str, rank: int, layout: tuple, text: str, rule: str = "pass the same sizes"
+                       ) -> None:
+        """Count the rank's collective calls and check its ``layout`` against the first rank's n-th call."""
+        call = self._calls.get(rank, 0)
+        self._calls[rank] = call + 1
+        first = self._layouts.setdefault(call, (what, layout, text, rank))
+        if first[0] != what:
+            raise CollectiveError(f"collective #{call + 1}: rank {rank} calls {what} but rank {first[3]} called "
+                                  f"{first[0]}; every rank must call the same collectives in the same order")
+        if first[1] != layout:
+            raise CollectiveError(f"{what} #{call + 1}: rank {rank} passes {text} but rank {first[3]} passed "
+                                  f"{first[2]}; every rank must {rule}")
+
+    def _launch(self, what: str, collective: str, group: _Group, tensor: Tensor, call: CollectiveCall,
+                extra: dict | None = None):
+        """Meet the other ranks in ``what`` (the call's name), then launch the algorithm configured for
+        ``collective`` on ``tensor``'s PEs and wait; the result is kept in ``collective_results``."""
+        cfg, module = group.algorithms[collective]
+        self.ctx.multiprocessing.rendezvous(what)
+        launch = module.launch_spec(call)
+        if not isinstance(launch, LaunchSpec):
+            raise CclConfigError(f"{cfg.source}: launch_spec of algorithm module {cfg.module!r} "
+                                 f"returned {type(launch).__name__}, not a kernbench.ccl.LaunchSpec")
+        try:
+            args = launch.arguments(tensor, extra)
+        except LaunchSpecError as exc:
+            raise CclConfigError(f"{cfg.source}: algorithm {cfg.name!r}: {exc}") from None
+        result = self.ctx.wait(self.ctx.launch(cfg.name, launch.kernel, *args))
+        if collective == "all_reduce":
+            self.results.append((call.rank, result))
+        self.collective_results.setdefault(collective, []).append((call.rank, result))
+        return result
 
     # ------------------------------------------------------------------ collectives
-    def all_reduce(self, tensor: Tensor, op: str = ReduceOp.SUM):
+    def all_reduce(self, tensor: Tensor, op: str = ReduceOp.SUM, group=None, async_op: bool = False):
         """Sum ``tensor`` over every shard of every rank, in place; returns the kernel's launch result.
 
         The tensor lives on the caller's SIP with one shard on PE 0 of either
         one cube or every cube (row-wise), all shards the same size.
         """
-        group = self._require("all_reduce")
+        grp = self._require("all_reduce")
+        self._no_group_args("all_reduce", group, async_op)
         if op != ReduceOp.SUM:
             raise UnsupportedOpError(f"all_reduce: op {op!r} is not implemented; only 'sum' is")
-        rank = self.get_rank()
-        spawned = self.ctx.multiprocessing.nprocs
-        if (spawned or 1) != group.world_size:
-            raise CollectiveError(f"all_reduce: the group has {group.world_size} ranks but {spawned or 1} "
-                                  f"{'are' if (spawned or 1) > 1 else 'is'} running; run the workers with "
-                                  f"torch.multiprocessing.spawn(worker, nprocs={group.world_size})")
+        rank = self._check_ranks("all_reduce", grp)
         if not isinstance(tensor, Tensor):
             raise CollectiveError(f"all_reduce expects a tensor of this runtime, got {type(tensor).__name__}")
         self.ctx.check_tensor(tensor, "all_reduce")  # this session's, live: before any collective state changes
@@ -216,35 +397,17 @@ class DistributedContext:
                                   "cube (e.g. DPPolicy(cube='row', num_pes=1)); got shards on "
                                   f"{sorted((s.cube, s.pe) for s in shards)}")
         n_elem = shards[0].nbytes // _itemsize(tensor.dtype)
-        call = self._calls.get(rank, 0)
-        self._calls[rank] = call + 1
-        layout = (tuple(cubes), n_elem, tensor.dtype)
-        first = self._layouts.setdefault(call, layout)
-        if layout != first:
-            raise CollectiveError(f"all_reduce #{call + 1}: rank {rank} passes {n_elem} {tensor.dtype} values on "
-                                  f"cube(s) {list(cubes)} but another rank passed {first[1]} {first[2]} values on "
-                                  f"cube(s) {list(first[0])}; every rank must reduce the same layout")
-        self.ctx.multiprocessing.rendezvous("all_reduce")
+        self._record_layout("all_reduce", rank, (tuple(cubes), n_elem, tensor.dtype),
+                            f"{n_elem} {tensor.dtype} values on cube(s) {list(cubes)}", "reduce the same layout")
         w, h = (1, 1) if len(cubes) == 1 else (spec.sip.cube_mesh.w, spec.sip.cube_mesh.h)
-        call = CollectiveCall("all_reduce", group.world_size, rank, n_elem, w, h, group.sip_topology, group.grid)
-        launch = group.module.launch_spec(call)
-        if not isinstance(launch, LaunchSpec):
-            raise CclConfigError(f"{group.config.source}: launch_spec of algorithm module {group.config.module!r} "
-                                 f"returned {type(launch).__name__}, not a kernbench.ccl.LaunchSpec")
-        try:
-            args = launch.arguments(tensor)
-        except LaunchSpecError as exc:
-            raise CclConfigError(f"{group.config.source}: algorithm {group.config.name!r}: {exc}") from None
-        handle = self.ctx.launch(group.config.name, launch.kernel, *args)
-        result = self.ctx.wait(handle)
-        self.results.append((rank, result))
-        return result
+        call = CollectiveCall("all_reduce", grp.world_size, rank, n_elem, w, h, grp.sip_topology, grp.grid)
+        return self._launch("all_reduce", "all_reduce", grp, tensor, call)
 
     def __getattr__(self, name: str):
         if name in _NOT_IMPLEMENTED:
             def unsupported(*_args, **_kwargs):
                 raise UnsupportedOpError(f"torch.distributed.{name} is not implemented by the ahbm backend; "
-                                         f"all_reduce is (kernels can use tl.send / tl.recv directly)")
+                                         f"{', '.join(_RUNS)} are (kernels can use tl.send / tl.recv directly)")
             return unsupported
         raise AttributeError(f"torch.distributed has no attribute {name!r}")
 

@@ -31,10 +31,13 @@ class LaunchSpecError(KernbenchError, TypeError):
 class CollectiveCall:
     """One collective call as an algorithm sees it.
 
-    ``collective`` (``"all_reduce"``), ``world_size`` ranks (one per SIP),
-    the calling ``rank``, ``n_elem`` values per shard, the cube mesh the
+    ``collective`` (``"all_reduce"``, ``"broadcast"``, ``"all_gather"``,
+    ``"reduce_scatter"`` or ``"barrier"``), ``world_size`` ranks (one per
+    SIP), the calling ``rank``, ``n_elem`` values per shard (of the input;
+    of the output for ``reduce_scatter``), the cube mesh the
     shards span (``cube_w x cube_h``; ``1 x 1`` for a tensor on one cube), the
-    SIP topology strategy and the ranks' grid ``sip_grid = (rows, cols)``.
+    SIP topology strategy, the ranks' grid ``sip_grid = (rows, cols)`` and,
+    for ``broadcast``, the source rank ``src``.
     """
 
     collective: str
@@ -45,6 +48,7 @@ class CollectiveCall:
     cube_h: int
     sip_topology: SipTopology
     sip_grid: tuple[int, int]
+    src: int | None = None  # broadcast: the source rank
 
 
 @dataclass(frozen=True)
@@ -73,8 +77,11 @@ class LaunchSpec:
     def kernel_name(self) -> str:
         return getattr(self.kernel, "__name__", type(self.kernel).__name__)
 
-    def arguments(self, tensor: object) -> tuple:
-        """The kernel's arguments after ``tl``, in its parameter order: ``tensor`` and ``kwargs`` bound by name."""
+    def arguments(self, tensor: object, extra: Mapping[str, object] | None = None) -> tuple:
+        """The kernel's arguments after ``tl``, in its parameter order: ``tensor``, ``kwargs`` and the backend's
+        ``extra`` arguments (``out``: the output tensor of ``all_gather`` and ``reduce_scatter``) bound by
+        name."""
+        extra = dict(extra or {})
         try:
             sig = inspect.signature(self.kernel)
         except (TypeError, ValueError) as exc:
@@ -86,9 +93,9 @@ class LaunchSpec:
                                   f"keyword-only; a kernel receives its arguments by position, so declare them "
                                   f"before any '*'")
         try:
-            bound = sig.bind(None, **{self.tensor: tensor}, **self.kwargs)  # None stands for tl
+            bound = sig.bind(None, **{self.tensor: tensor}, **extra, **self.kwargs)  # None stands for tl
         except TypeError as exc:
             raise LaunchSpecError(f"kernel {self.kernel_name} does not accept the launch spec's arguments "
-                                  f"{[self.tensor, *self.kwargs]}: {exc}") from None
+                                  f"{[self.tensor, *extra, *self.kwargs]}: {exc}") from None
         bound.apply_defaults()
         return tuple(bound.args[1:])
