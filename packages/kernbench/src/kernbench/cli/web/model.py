@@ -28,6 +28,7 @@ from kernbench.topology.diagrams import box_colour
 from kernbench.topology.errors import KernbenchError
 from kernbench.topology.heatmap import HIDDEN_KINDS, IDLE_COLOUR, LINK_COLOURS
 from kernbench.topology.routing import excluded_kinds
+from kernbench.topology.sip_topologies import get_sip_topology
 
 SCHEMA = "kernbench.web/1"
 LEVELS = ("system", "sip", "cube", "pe")
@@ -48,6 +49,26 @@ def _owner_ids(node_id: str) -> tuple[str | None, str | None, str | None]:
     sip = nm.owner_and_unit(node_id)[0] if loc.cube is None else nm.cube_prefix(loc.sip, loc.cube)
     cube = nm.pe_of(node_id) if loc.unit in nm.PE_BLOCKS else node_id
     return system, sip, cube if loc.cube is not None else None
+
+
+def sip_pairs(spec) -> tuple[tuple[int, int], list[list]]:
+    """The SIP grid ``(rows, cols)`` and the neighbour pairs a collective exchanges between, from the SIP topology
+    strategy (:func:`~kernbench.topology.sip_topologies.get_sip_topology`): ``[a, b, axis, wraps]`` with ``a < b``,
+    ``axis`` ``"row"`` (``E``/``W``) or ``"col"`` (``N``/``S``), ``wraps`` true for a wrap-around pair."""
+    sips = spec.system.sips
+    strategy = get_sip_topology(sips.topology)
+    rows, cols = strategy.grid(sips.count, sips.grid)
+    seen: dict[tuple[int, int], list] = {}
+    for i in range(sips.count):
+        for direction, axis in (("E", "row"), ("W", "row"), ("S", "col"), ("N", "col")):
+            j = strategy.neighbour(i, direction, rows, cols)
+            if j is None or j == i or not 0 <= j < sips.count:
+                continue
+            a, b = min(i, j), max(i, j)
+            ra, ca = strategy.layout(a, sips.count, sips.grid)
+            rb, cb = strategy.layout(b, sips.count, sips.grid)
+            seen.setdefault((a, b), [a, b, axis, abs(ra - rb) + abs(ca - cb) > 1])
+    return (rows, cols), [seen[k] for k in sorted(seen)]
 
 
 def graph_payload(graph: TopologyGraph) -> dict:
@@ -81,6 +102,7 @@ def graph_payload(graph: TopologyGraph) -> dict:
         par.append(params.setdefault((e.kind, e.bw_gbs, e.latency_ns, e.distance_mm, e.routing_weight_mm),
                                      len(params)))
     kinds = sorted({*types, "sip", "io", "cube", "pe"})
+    grid, pairs = sip_pairs(spec)
     return {
         "schema": SCHEMA,
         "topology": {"name": spec.name, "source": str(spec.source) if spec.source else None,
@@ -90,7 +112,8 @@ def graph_payload(graph: TopologyGraph) -> dict:
                      "io_attach_cube": spec.sip.io.attach_cube, "pe_w_mm": spec.pe.w_mm,
                      "cube_w_mm": spec.cube.geometry.w_mm, "cube_h_mm": spec.cube.geometry.h_mm,
                      "flit_bytes": spec.fabric.flit_bytes, "packet_bytes": spec.fabric.packet_bytes,
-                     "control_bytes": spec.fabric.control_bytes, "nodes": len(ids), "edges": len(src)},
+                     "control_bytes": spec.fabric.control_bytes, "nodes": len(ids), "edges": len(src),
+                     "sip_grid": list(grid), "sip_pairs": pairs},
         "nodes": {"id": ids, "type": typ, "x": xs, "y": ys, "loc": loc, "unit": units, "own": own, "attrs": att},
         "types": list(types),
         "attrs": [json.loads(k) for k in attrs],
@@ -142,4 +165,4 @@ def load_links(path: str | PathLike[str], graph: TopologyGraph) -> dict:
 
 
 __all__ = ["LEVELS", "SCHEMA", "ViewerInputError", "graph_payload", "links_payload", "load_links",
-           "read_run"]
+           "read_run", "sip_pairs"]

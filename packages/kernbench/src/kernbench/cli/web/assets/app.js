@@ -9,7 +9,7 @@
   const LEVELS = ["system", "sip", "cube", "pe"];
   const $ = (id) => document.getElementById(id);
   const S = { model: null, data: null, links: null, run: null, level: "system", sip: 0, cube: 0, pe: 0,
-    view: null, zoom: null, route: null, served: false, vmax: 1 };
+    view: null, zoom: null, route: null, served: false, vmax: 1, nohost: false, selected: null, sipStats: null };
   const KB = (window.KB = { state: S, errors: [] });
 
   /* ------------------------------------------------------------------ small DOM helpers */
@@ -44,6 +44,15 @@
     }
     return t;
   }
+  /* Error banners belong to the action that raised them: the next user action clears them (KB.errors keeps all). */
+  function clearErrors() {
+    const box = $("errors");
+    clear(box);
+    box.hidden = true;
+  }
+  function action(fn) {
+    return function (ev) { clearErrors(); return fn.call(this, ev); };
+  }
   function showError(msg) {
     KB.errors.push(msg);
     const box = $("errors");
@@ -71,21 +80,55 @@
   }
 
   /* ------------------------------------------------------------------ links and run */
+  /* Whether edge e touches the host (the host link can be left out of the colour scale). */
+  function hostEdge(e) {
+    const n = S.model.nodes;
+    return n[e.s].type === "host_cpu" || n[e.d].type === "host_cpu";
+  }
+
+  /* The top of the colour scale: the busiest loaded link, the host link left out when S.nohost. */
+  function rescale() {
+    let vmax = 0;
+    if (S.links) {
+      for (const [i, r] of S.links.byEdge) {
+        if (S.nohost && hostEdge(S.model.edges[i])) continue;
+        if (r.utilisation > vmax) vmax = r.utilisation;
+      }
+    }
+    S.vmax = vmax > 0 ? vmax : 1;
+  }
+
+  /* Per SIP: the busiest link inside it, the mean utilisation of its links that carried traffic, bytes moved. */
+  function sipStats() {
+    const m = S.model, out = [];
+    for (let k = 0; k < m.topo.sips; k++) out.push({ peak: 0, sum: 0, busy: 0, bytes: 0, links: 0 });
+    if (!S.links) return out;
+    for (const [i, r] of S.links.byEdge) {
+      const e = m.edges[i], a = m.nodes[e.s].sip;
+      if (a < 0 || a !== m.nodes[e.d].sip || !(r.bytes > 0)) continue;
+      const t = out[a];
+      t.peak = Math.max(t.peak, r.utilisation);
+      t.sum += r.utilisation;
+      t.busy += 1;
+      t.bytes += r.bytes;
+    }
+    for (const t of out) t.mean = t.busy ? t.sum / t.busy : 0;
+    return out;
+  }
+
   function setLinks(links) {
     S.links = null;
-    S.vmax = 1;
     if (links) {
       const m = S.model, byEdge = new Map();
-      let vmax = 0;
       for (const r of links.links) {
         const e = m.edge(r.src, r.dst);
         if (!e) { showError("links data names " + r.src + " \u2192 " + r.dst + ", which this topology lacks"); continue; }
         byEdge.set(e.i, r);
-        if (r.utilisation > vmax) vmax = r.utilisation;
       }
       S.links = { data: links, byEdge };
-      S.vmax = vmax > 0 ? vmax : 1;
     }
+    rescale();
+    S.sipStats = sipStats();
     renderRun();
   }
 
@@ -116,6 +159,7 @@
       for (const c of S.data.graph.colours.links) bar.appendChild(el("span", { class: "stop", "data-colour": c }));
       for (const s of bar.children) s.style.background = s.getAttribute("data-colour");
       $("legend-max").textContent = (100 * S.vmax).toFixed(1) + " %";
+      $("scale-nohost").checked = S.nohost;
       $("legend").hidden = false;
     } else {
       $("legend").hidden = true;
@@ -145,6 +189,76 @@
     return "SIP " + v.sip + ", cube " + v.cube + ", PE " + v.pe + ": " + rest;
   }
 
+  /* Where the segment from box a's centre to box b's centre leaves a and enters b ([x1, y1, x2, y2]); the
+   * centres when the boxes overlap (a link should start and end at the borders, not hide under a box). */
+  function clipped(a, b) {
+    const dx = b.x - a.x, dy = b.y - a.y;
+    const exit = (w, h) => Math.min(dx ? w / 2 / Math.abs(dx) : Infinity, dy ? h / 2 / Math.abs(dy) : Infinity);
+    const ta = exit(a.w, a.h), tb = 1 - exit(b.w, b.h);
+    if (!(ta < tb)) return [a.x, a.y, b.x, b.y];
+    return [a.x + dx * ta, a.y + dy * ta, a.x + dx * tb, a.y + dy * tb];
+  }
+
+  /* The traffic between two neighbouring SIPs: their direct links if the graph has any, else the links the
+   * traffic crosses on its way through the fabric (a's way out and b's way in, and back). */
+  function pairTraffic(a, b) {
+    const m = S.model;
+    if (!m.sipWays) {
+      const ways = { up: [], down: [], direct: new Map() };
+      for (let k = 0; k < m.topo.sips; k++) { ways.up.push([]); ways.down.push([]); }
+      for (const e of m.edges) {
+        const x = m.nodes[e.s].sip, y = m.nodes[e.d].sip;
+        if (x === y) continue;
+        if (x >= 0 && y >= 0) {
+          const key = Math.min(x, y) + "," + Math.max(x, y);
+          if (!ways.direct.has(key)) ways.direct.set(key, []);
+          ways.direct.get(key).push(e.i);
+        } else if (x >= 0) ways.up[x].push(e.i);
+        else ways.down[y].push(e.i);
+      }
+      m.sipWays = ways;
+    }
+    const w = m.sipWays, direct = w.direct.get(a + "," + b);
+    const members = direct || [...w.up[a], ...w.down[b], ...w.up[b], ...w.down[a]];
+    return Object.assign({ members, direct: !!direct }, utilOf(members));
+  }
+
+  const KIND_NAMES = { sip: "SIP", io: "IO chiplet", cube: "cube", pe: "PE" };
+
+  function renderBoxLegend(v) {
+    const g = S.data.graph, box = $("box-legend");
+    clear(box);
+    const kinds = [];
+    for (const b of v.boxes) if (!kinds.includes(b.kind)) kinds.push(b.kind);
+    for (const k of kinds) {
+      const item = el("span", { class: "item", "data-kind": k });
+      const sw = el("span", { class: "swatch" });
+      sw.style.background = g.colours.boxes[k] || "#dddddd";
+      item.append(sw, KIND_NAMES[k] || k.replace(/_/g, " "));
+      box.appendChild(item);
+    }
+    const line = el("span", { class: "item", "data-kind": "link" });
+    line.append(el("span", { class: "swatch line" }), S.links ? "link (colour: utilisation)" : "link");
+    box.appendChild(line);
+    if (v.level === "system" && S.model.topo.sip_pairs.length) {
+      const pair = el("span", { class: "item", "data-kind": "sip-pair" });
+      pair.append(el("span", { class: "swatch pair" }), "SIP neighbours (" + S.model.topo.sip_topology +
+        ", through the fabric)");
+      box.appendChild(pair);
+    }
+  }
+
+  /* Shrink every label until it fits inside its box (measured once, after all labels are drawn). */
+  function fitLabels(labels) {
+    const sizes = labels.map(([t]) => t.getBBox());
+    labels.forEach(([t, b], k) => {
+      const bb = sizes[k];
+      if (!(bb.width > 0 && bb.height > 0)) return;
+      const f = Math.min(1, (b.w * 0.92) / bb.width, (b.h * 0.9) / bb.height);
+      if (f < 1) t.setAttribute("font-size", Number(t.getAttribute("font-size")) * f * 0.98);
+    });
+  }
+
   function draw() {
     const m = S.model, g = S.data.graph;
     const v = (S.view = m.view(S.level, S.sip, S.cube, S.pe));
@@ -160,7 +274,9 @@
     }
     const ext = Math.max(x1 - x0, y1 - y0, 1);
     S.extent = { x0, y0, x1, y1, ext };
-    const gEdges = sv("g", { id: "edges" }), gBoxes = sv("g", { id: "boxes" }), gRoute = sv("g", { id: "route" });
+    // Layers, bottom to top: wide click targets of links, boxes, links, SIP neighbour pairs, labels, the route.
+    const gHits = sv("g", { id: "hits" }), gBoxes = sv("g", { id: "boxes" }), gEdges = sv("g", { id: "edges" });
+    const gPairs = sv("g", { id: "pairs" }), gLabels = sv("g", { id: "labels" }), gRoute = sv("g", { id: "route" });
     const byId = new Map(v.boxes.map((b) => [b.id, b]));
     const off = ext * 0.004;
     const sorted = v.edges.map((e) => Object.assign({ t: utilOf(e.members) }, e)).sort((a, b) => a.t.u - b.t.u);
@@ -168,43 +284,131 @@
       const a = byId.get(e.src), b = byId.get(e.dst);
       const dx = b.x - a.x, dy = b.y - a.y, len = Math.hypot(dx, dy) || 1;
       const ox = (-dy / len) * off, oy = (dx / len) * off;
+      const [cx1, cy1, cx2, cy2] = clipped(a, b);
       const colour = KG.linkColour(e.t.u, S.vmax, g.colours.links, g.colours.idle);
       const width = e.t.u > 0 ? 2 + 4 * Math.min(e.t.u / S.vmax, 1) : 1.5;
-      const attrs = { x1: a.x + ox, y1: a.y + oy, x2: b.x + ox, y2: b.y + oy, stroke: colour, "stroke-width": width,
+      const attrs = { x1: cx1 + ox, y1: cy1 + oy, x2: cx2 + ox, y2: cy2 + oy, stroke: colour, "stroke-width": width,
         class: "link", "data-src": e.src, "data-dst": e.dst, "data-util": e.t.u, "vector-effect": "non-scaling-stroke" };
       const line = sv("line", attrs);
       const hit = sv("line", Object.assign({}, attrs, { stroke: "transparent", "stroke-width": 9, class: "hit" }));
-      hit.addEventListener("click", (ev) => { ev.stopPropagation(); showLink(e); });
-      line.addEventListener("click", (ev) => { ev.stopPropagation(); showLink(e); });
+      const tip = sv("title", {});
+      tip.textContent = e.kind + " link " + e.src + " \u2192 " + e.dst + (S.links ? ", " + (100 * e.t.u).toFixed(1) + " %" : "");
+      line.appendChild(tip);
+      hit.addEventListener("click", action((ev) => { ev.stopPropagation(); showLink(e); }));
+      line.addEventListener("click", action((ev) => { ev.stopPropagation(); showLink(e); }));
       gEdges.appendChild(line);
-      gEdges.appendChild(hit);
+      gHits.appendChild(hit);
     }
     const font = ext / 55;
+    const labels = [];
+    const stats = S.sipStats || [];
     for (const b of v.boxes.slice().sort((p, q) => q.w * q.h - p.w * p.h)) {
       const fill = g.colours.boxes[b.kind] || "#dddddd";
       const r = sv("rect", { x: b.x - b.w / 2, y: b.y - b.h / 2, width: b.w, height: b.h, fill, class: "box",
         "data-id": b.id, "data-kind": b.kind, "vector-effect": "non-scaling-stroke" });
       const title = sv("title", {});
-      title.textContent = b.id;
+      title.textContent = (KIND_NAMES[b.kind] || b.kind.replace(/_/g, " ")) + " " + b.id;
       r.appendChild(title);
-      r.addEventListener("click", (ev) => { ev.stopPropagation(); showBox(b); });
-      r.addEventListener("dblclick", (ev) => { ev.stopPropagation(); drill(b); });
+      r.addEventListener("click", action((ev) => { ev.stopPropagation(); showBox(b); }));
+      r.addEventListener("dblclick", action((ev) => { ev.stopPropagation(); drill(b); }));
       gBoxes.appendChild(r);
+      const big = b.w * b.h > (ext * ext) / 200;
+      if (b.kind === "sip" && S.links) {
+        const k = Number(b.label.split(" ")[1]), st = stats[k];
+        const bar = sv("rect", { x: b.x - b.w / 2, y: b.y + b.h / 2 - b.h * 0.12, width: b.w, height: b.h * 0.12,
+          fill: KG.linkColour(st.peak, S.vmax, g.colours.links, g.colours.idle), class: "sip-util",
+          "data-sip": k, "data-peak": st.peak, "data-mean": st.mean, "data-bytes": st.bytes });
+        const tip = sv("title", {});
+        tip.textContent = "SIP " + k + ": busiest link " + (100 * st.peak).toFixed(1) + " %, mean of its busy links " +
+          (100 * st.mean).toFixed(1) + " %, " + fmt(st.bytes) + " bytes";
+        bar.appendChild(tip);
+        bar.addEventListener("click", action((ev) => { ev.stopPropagation(); showBox(b); }));
+        gBoxes.appendChild(bar);
+        const t = sv("text", { x: b.x, y: b.y, "font-size": font, "text-anchor": "middle",
+          "dominant-baseline": "middle", class: "label sip-peak", "data-for": b.id });
+        t.textContent = "peak " + (100 * st.peak).toFixed(1) + " %";
+        gLabels.appendChild(t);
+        labels.push([t, b]);
+      }
       if (b.label) {
-        const big = b.w * b.h > (ext * ext) / 200;
-        const t = sv("text", { x: b.x, y: big ? b.y - b.h / 2 + font * 1.2 : b.y, "font-size": big ? font : Math.min(font, b.h * 0.6),
-          "text-anchor": "middle", "dominant-baseline": "middle", class: "label" });
+        const size = big ? font : Math.min(font, b.h * 0.6);
+        const t = sv("text", { x: b.x, y: big ? b.y - b.h / 2 + Math.min(font * 1.2, b.h * 0.3) : b.y, "font-size": size,
+          "text-anchor": "middle", "dominant-baseline": "middle", class: "label", "data-for": b.id });
         t.textContent = b.label;
-        gBoxes.appendChild(t);
+        gLabels.appendChild(t);
+        labels.push([t, b]);
       }
     }
-    world.appendChild(gEdges);
+    if (v.level === "system") drawPairs(gPairs, byId, ext);
+    world.appendChild(gHits);
     world.appendChild(gBoxes);
+    world.appendChild(gEdges);
+    world.appendChild(gPairs);
+    world.appendChild(gLabels);
     world.appendChild(gRoute);
-    svg.setAttribute("viewBox", [x0 - ext * 0.03, y0 - ext * 0.03, x1 - x0 + ext * 0.06, y1 - y0 + ext * 0.06].join(" "));
+    const pad = ext * (v.level === "system" && S.model.topo.sip_pairs.some((p) => p[3]) ? 0.06 : 0.03);
+    svg.setAttribute("viewBox", [x0 - pad, y0 - pad, x1 - x0 + 2 * pad, y1 - y0 + 2 * pad].join(" "));
+    fitLabels(labels);
+    renderBoxLegend(v);
     resetZoom();
     drawRoute();
     syncLocation();
+  }
+
+  /* The SIP topology's neighbour pairs (what the collectives exchange along), between the SIP boxes; a
+   * wrap-around pair bows out so that it does not run across the SIPs between its ends. */
+  function drawPairs(gPairs, byId, ext) {
+    const m = S.model, g = S.data.graph;
+    const sipBox = new Map();
+    for (const b of byId.values()) if (b.kind === "sip") sipBox.set(Number(b.label.split(" ")[1]), b);
+    for (const [a, b, axis, wraps] of m.topo.sip_pairs) {
+      const A = sipBox.get(a), B = sipBox.get(b);
+      if (!A || !B) continue;
+      const t = pairTraffic(a, b);
+      const [xa, ya, xb, yb] = clipped(A, B);
+      let d;
+      if (wraps) {
+        // a wrap-around pair leaves the grid on both sides: a stub out of each end box, away from the other end
+        // (an arc across the grid would run over the SIPs between them)
+        const row = axis === "row", g0 = ext * 0.035;
+        const [P, Q] = (row ? A.x <= B.x : A.y <= B.y) ? [A, B] : [B, A];
+        if (row) {
+          d = "M" + (P.x - P.w / 2) + "," + P.y + " l" + -g0 + ",0 M" + (Q.x + Q.w / 2) + "," + Q.y + " l" + g0 + ",0";
+        } else {
+          d = "M" + P.x + "," + (P.y - P.h / 2) + " l0," + -g0 + " M" + Q.x + "," + (Q.y + Q.h / 2) + " l0," + g0;
+        }
+      } else {
+        d = "M" + xa + "," + ya + " L" + xb + "," + yb;
+      }
+      const colour = S.links ? KG.linkColour(t.u, S.vmax, g.colours.links, g.colours.idle) : "#6e7781";
+      const path = sv("path", { d, class: "sip-pair" + (wraps ? " wrap" : ""), stroke: colour,
+        "stroke-width": t.u > 0 ? 2.5 + 3 * Math.min(t.u / S.vmax, 1) : 2, "data-a": a, "data-b": b, "data-axis": axis,
+        "data-wraps": wraps ? "1" : "0", "data-util": t.u, "vector-effect": "non-scaling-stroke" });
+      const tip = sv("title", {});
+      tip.textContent = "SIP " + a + " \u2194 SIP " + b + " (" + axis + " neighbours" + (wraps ? ", wrap-around" : "") +
+        ")" + (S.links ? ": busiest link on the way " + (100 * t.u).toFixed(1) + " %" : "");
+      path.appendChild(tip);
+      const open = action((ev) => { ev.stopPropagation(); showPair(a, b, axis, wraps); });
+      const hit = sv("path", { d, class: "pair-hit", stroke: "transparent", "stroke-width": 9, fill: "none",
+        "vector-effect": "non-scaling-stroke" });
+      hit.addEventListener("click", open);
+      path.addEventListener("click", open);
+      gPairs.appendChild(hit);
+      gPairs.appendChild(path);
+    }
+  }
+
+  function showPair(a, b, axis, wraps) {
+    const d = $("details");
+    clear(d);
+    const t = pairTraffic(a, b);
+    d.appendChild(el("h3", {}, "SIP " + a + " \u2194 SIP " + b));
+    const rows = [["SIP topology", S.model.topo.sip_topology], ["neighbours along", axis + (wraps ? " (wrap-around)" : "")],
+      ["carried by", t.direct ? "direct SIP-to-SIP links" : "each SIP's links into and out of the fabric (shared with " +
+        "its other neighbours)"]];
+    if (S.links) rows.push(["bytes on those links", fmt(t.bytes)], ["busiest of them", (100 * t.u).toFixed(2) + " %"]);
+    d.appendChild(table(rows, null, "pair-summary"));
+    d.appendChild(table(linkRows(t.members, 40), LINK_HEAD));
   }
 
   function drill(b) {
@@ -278,6 +482,7 @@
     const d = $("details");
     clear(d);
     const m = S.model;
+    S.selected = b.id;
     d.appendChild(el("h3", {}, b.id));
     if (b.node !== null) {
       const n = m.nodes[b.node];
@@ -286,8 +491,8 @@
       d.appendChild(table(paramRows(n.attrs), ["parameter", "value"], "params"));
       const src = el("button", { id: "route-from-here" }, "route from here");
       const dst = el("button", { id: "route-to-here" }, "route to here");
-      src.addEventListener("click", () => { $("route-src").value = n.id; });
-      dst.addEventListener("click", () => { $("route-dst").value = n.id; });
+      src.addEventListener("click", action(() => { $("route-src").value = n.id; }));
+      dst.addEventListener("click", action(() => { $("route-dst").value = n.id; }));
       d.appendChild(el("p")).append(src, " ", dst);
       d.appendChild(el("h4", {}, "links out"));
       d.appendChild(table(linkRows(n.out, 40), LINK_HEAD));
@@ -300,6 +505,13 @@
       d.appendChild(table([["id", b.id], ["kind", b.kind], ["size", fmt(b.w, 2) + " \u00d7 " + fmt(b.h, 2) + " mm"],
         ["nodes", members.length]]));
       d.appendChild(table(Object.entries(counts).map(([k, v]) => [k, v]), ["node type", "count"]));
+      if (b.kind === "sip" && S.links) {
+        const st = S.sipStats[Number(b.label.split(" ")[1])];
+        d.appendChild(el("h4", {}, "traffic inside this SIP"));
+        d.appendChild(table([["busiest link", (100 * st.peak).toFixed(2) + " %"],
+          ["mean over its " + st.busy + " busy links", (100 * st.mean).toFixed(2) + " %"], ["bytes", fmt(st.bytes)]],
+        null, "sip-traffic"));
+      }
       if (b.kind === "pe") {
         d.appendChild(el("h4", {}, "blocks and parameters"));
         const rows = [];
@@ -313,6 +525,7 @@
   function showLink(e) {
     const d = $("details");
     clear(d);
+    S.selected = null;
     const t = utilOf(e.members);
     d.appendChild(el("h3", {}, e.src + " \u2192 " + e.dst));
     const rows = [["kind", e.kind], ["bandwidth", fmt(e.bw, 3) + " GB/s"], ["length", fmt(e.dist, 3) + " mm"],
@@ -327,6 +540,7 @@
     const out = $("route-out");
     clear(out);
     S.route = null;
+    S.routeQuery = null;
     const src = $("route-src").value.trim(), dst = $("route-dst").value.trim();
     let intent = $("route-intent").value;
     try {
@@ -336,6 +550,7 @@
       const r = S.model.route(intent, src, dst);
       const hops = S.model.hops(r.nodes);
       S.route = r;
+      S.routeQuery = { from: src, to: dst, intent: $("route-intent").value };
       const last = hops[hops.length - 1];
       out.appendChild(el("p", { id: "route-summary" }, hops.length + " hops (" + intent + " intent, " + r.adjacency +
         " adjacency); head flit arrives after " + fmt(last ? last.head : 0, 2) + " ns, a control message after " +
@@ -354,6 +569,10 @@
       out.setAttribute("data-path", "null");
     }
     drawRoute();
+    syncLocation();
+    // the answer is below the form: bring it into view (the side panel, or the page at phone width, scrolls)
+    const first = out.firstElementChild;
+    if (first && first.scrollIntoView) first.scrollIntoView({ block: "nearest" });
   }
 
   function drawRoute() {
@@ -405,7 +624,7 @@
       for (const b of benches) sel.appendChild(el("option", { value: b.name }, b.name + " \u2014 " + b.description));
       const dev = $("run-device");
       for (let k = 0; k < S.model.topo.sips; k++) dev.appendChild(el("option", { value: k }, "SIP " + k));
-      $("run-start").addEventListener("click", startRun);
+      $("run-start").addEventListener("click", action(startRun));
       $("run-form").hidden = false;
     } catch (err) {
       showError(err.message);
@@ -420,17 +639,24 @@
       if (!(Number.isInteger(v) && v >= 0 && v < n)) throw new Error(what + " " + v + " does not exist; use 0.." + (n - 1));
       return v;
     };
-    S.sip = check(s, t.sips, "SIP");
-    S.cube = check(c, t.cubes_per_sip, "cube");
-    S.pe = check(p, t.pes_per_cube, "PE");
+    check(s, t.sips, "SIP"); check(c, t.cubes_per_sip, "cube"); check(p, t.pes_per_cube, "PE");
+    if (S.level !== level || S.sip !== s || S.cube !== c || S.pe !== p) S.selected = null;
+    S.sip = s; S.cube = c; S.pe = p;
     S.level = level;
     $("sel-sip").value = S.sip; $("sel-cube").value = S.cube; $("sel-pe").value = S.pe;
     draw();
   }
   KB.setView = setView;
 
+  /* The address bar carries the view, the route found last, the selected box and the colour-scale choice, so a
+   * reload or a shared link shows the same thing. */
   function syncLocation() {
-    const h = "#view=" + S.level + "&sip=" + S.sip + "&cube=" + S.cube + "&pe=" + S.pe;
+    const q = new URLSearchParams();
+    q.set("view", S.level); q.set("sip", S.sip); q.set("cube", S.cube); q.set("pe", S.pe);
+    if (S.routeQuery) { q.set("from", S.routeQuery.from); q.set("to", S.routeQuery.to); q.set("intent", S.routeQuery.intent); }
+    if (S.selected && S.view && S.view.boxes.some((b) => b.id === S.selected)) q.set("node", S.selected);
+    if (S.nohost) q.set("scale", "nohost");
+    const h = "#" + q.toString();
     if (location.hash !== h) history.replaceState(null, "", h);
   }
 
@@ -438,6 +664,8 @@
     const q = new URLSearchParams(location.hash.slice(1));
     const num = (k, d) => (q.has(k) ? Number(q.get(k)) : d);
     const level = q.get("view") || initial.view || "system";
+    const nohost = q.get("scale") === "nohost";
+    if (nohost !== S.nohost) { S.nohost = nohost; rescale(); renderRun(); }
     try {
       setView(level, num("sip", 0), num("cube", 0), num("pe", 0));
     } catch (err) {
@@ -456,6 +684,7 @@
       if (b) showBox(b);
       else showError("box " + q.get("node") + " is not in this view");
     }
+    syncLocation();
   }
 
   function setupControls() {
@@ -463,11 +692,22 @@
     for (const [id, n] of [["sel-sip", t.sips], ["sel-cube", t.cubes_per_sip], ["sel-pe", t.pes_per_cube]]) {
       const sel = $(id);
       for (let k = 0; k < n; k++) sel.appendChild(el("option", { value: k }, k));
-      sel.addEventListener("change", () => setView(S.level, Number($("sel-sip").value), Number($("sel-cube").value),
-        Number($("sel-pe").value)));
+      sel.addEventListener("change", action(() => setView(S.level, Number($("sel-sip").value),
+        Number($("sel-cube").value), Number($("sel-pe").value))));
     }
-    for (const b of document.querySelectorAll("#tabs button")) b.addEventListener("click", () => setView(b.dataset.level, S.sip, S.cube, S.pe));
-    $("route-go").addEventListener("click", findRoute);
+    for (const b of document.querySelectorAll("#tabs button")) {
+      b.addEventListener("click", action(() => setView(b.dataset.level, S.sip, S.cube, S.pe)));
+    }
+    $("route-go").addEventListener("click", action(findRoute));
+    for (const id of ["route-src", "route-dst"]) {
+      $(id).addEventListener("keydown", (ev) => { if (ev.key === "Enter") action(findRoute)(ev); });
+    }
+    $("scale-nohost").addEventListener("change", action(() => {
+      S.nohost = $("scale-nohost").checked;
+      rescale();
+      renderRun();
+      draw();
+    }));
     const list = $("node-ids");
     const suggest = (ev) => {
       const q = ev.target.value.trim();
@@ -480,7 +720,12 @@
     };
     $("route-src").addEventListener("input", suggest);
     $("route-dst").addEventListener("input", suggest);
-    $("canvas").addEventListener("click", () => { clear($("details")); $("details").appendChild(el("p", { class: "muted" }, "Click a box or a link.")); });
+    $("canvas").addEventListener("click", action(() => {
+      S.selected = null;
+      clear($("details"));
+      $("details").appendChild(el("p", { class: "muted" }, "Click a box or a link."));
+      syncLocation();
+    }));
     window.addEventListener("hashchange", () => fromLocation({}));
   }
 
