@@ -49,7 +49,10 @@ def extend(cat: ModuleType) -> None:
         cli("ccl-module-unregistered", cat.SEC_CCL, "`module: this` (imported it before: its side effect printed "
             "the Zen of Python into the `--json` output); refused by name before any import",
             ccl_run, "{tmp}/ccl.yaml: algorithm 'z' names module 'this', which is not a registered algorithm module, "
-            "so it is not imported (known: kernbench.ccl.algorithms.lrab_hierarchical_allreduce); register your own "
+            "so it is not imported (known: kernbench.ccl.algorithms.grid_all_gather, "
+            "kernbench.ccl.algorithms.grid_barrier, kernbench.ccl.algorithms.grid_broadcast, "
+            "kernbench.ccl.algorithms.grid_reduce_scatter, "
+            "kernbench.ccl.algorithms.lrab_hierarchical_allreduce); register your own "
             "with kernbench.ccl.register_algorithm(module) before init_process_group, or in the "
             "'kernbench.ccl_algorithms' entry-point group of an installed package",
             files={"topology.yaml": cat.edited(),
