@@ -66,3 +66,25 @@ def wait_ready(driver, timeout: float = 30.0) -> str:
 def console_errors(driver) -> list[str]:
     """Console messages of level SEVERE since the last call."""
     return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+# ------------------------------------------------------------------ the viewer page (kernbench web)
+def js(driver, code, *args):
+    """Run ``code`` in the page and return its result."""
+    return driver.execute_script(code, *args)
+
+
+def show(driver, level, sip=0, cube=0, pe=0):
+    """Switch the viewer to ``level`` (system, sip, cube, pe) at the given SIP/cube/PE."""
+    js(driver, "KB.setView(arguments[0], arguments[1], arguments[2], arguments[3])", level, sip, cube, pe)
+
+
+def click_on(driver, element):
+    """A real mouse click at the middle of an element's box (a horizontal line has no height to click)."""
+    from selenium.webdriver import ActionChains
+
+    canvas = driver.find_element("id", "canvas")
+    ox, oy = js(driver, "const a = arguments[0].getBoundingClientRect(), b = arguments[1].getBoundingClientRect();"
+                        "return [a.x + a.width / 2 - (b.x + b.width / 2), a.y + a.height / 2 - (b.y + b.height / 2)]",
+                element, canvas)
+    ActionChains(driver).move_to_element_with_offset(canvas, int(ox), int(oy)).click().perform()

@@ -71,3 +71,16 @@ def layer(name: str) -> str:
 def owner() -> dict[str, str]:
     """``kernbench`` sub-package -> the distribution that ships it."""
     return {sub: name for name in distributions() for sub in subpackages(name)}
+
+
+@cache
+def modules() -> dict[str, Path]:
+    """Every module of every package's ``src/``: dotted name -> file (a package by its ``__init__.py``)."""
+    out = {}
+    for src in sorted(ROOT.glob("packages/*/src")):
+        for path in sorted(src.rglob("*.py")):
+            parts = list(path.relative_to(src).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = path
+    return out

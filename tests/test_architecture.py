@@ -20,19 +20,7 @@ CHAIN = [package_chain.layer(name) for name in package_chain.distributions()]
 DISTRIBUTION = {sub: package_chain.layer(name) for sub, name in package_chain.owner().items()}
 
 
-def _modules() -> dict[str, Path]:
-    """Every module of every package: dotted name -> file."""
-    out = {}
-    for src in sorted(ROOT.glob("packages/*/src")):
-        for path in sorted(src.rglob("*.py")):
-            parts = list(path.relative_to(src).with_suffix("").parts)
-            if parts[-1] == "__init__":
-                parts = parts[:-1]
-            out[".".join(parts)] = path
-    return out
-
-
-MODULES = _modules()
+MODULES = package_chain.modules()
 
 
 def _imports(path: Path) -> list[tuple[str, int]]:

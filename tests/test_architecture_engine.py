@@ -20,6 +20,8 @@ import pytest
 
 from kernbench.sim.protocol import ENGINE_MEMBERS
 
+from . import package_chain
+
 ROOT = Path(__file__).resolve().parents[1]
 #: Names an engine goes by outside kernbench.sim: ``engine``, ``self.engine``, ``ctx.engine``, ``eng``, ``self.eng``.
 ENGINE_NAMES = frozenset({"engine", "eng", "_engine"})
@@ -29,18 +31,7 @@ CLIENTS = ("kernbench.components", "kernbench.tl", "kernbench.runtime", "kernben
 WIRE_STATE = frozenset({"busy_ns", "bytes", "free_at", "max_wait_ns", "messages", "packets"})
 
 
-def _modules() -> dict[str, Path]:
-    out = {}
-    for src in sorted(ROOT.glob("packages/*/src")):
-        for path in sorted(src.rglob("*.py")):
-            parts = list(path.relative_to(src).with_suffix("").parts)
-            if parts[-1] == "__init__":
-                parts = parts[:-1]
-            out[".".join(parts)] = path
-    return out
-
-
-MODULES = _modules()
+MODULES = package_chain.modules()
 OUTSIDE_SIM = sorted(m for m in MODULES if m != "kernbench.sim" and not m.startswith("kernbench.sim."))
 
 

@@ -21,7 +21,7 @@ from kernbench.topology import AddressResolver, PathRouter, RoutingError, load_t
 from kernbench.topology import naming as nm
 from kernbench.topology.heatmap import IDLE_COLOUR, link_colour
 
-from .browser import console_errors, start_driver, wait_ready
+from .browser import click_on, console_errors, js, show, start_driver, wait_ready
 from .conftest import DEFAULT_TOPOLOGY
 
 LEVELS = ("system", "sip", "cube", "pe")
@@ -74,12 +74,6 @@ def page(driver, server):
     assert console_errors(driver) == []
 
 
-def js(driver, code, *args):
-    return driver.execute_script(code, *args)
-
-
-def show(driver, level, sip=0, cube=0, pe=0):
-    js(driver, "KB.setView(arguments[0], arguments[1], arguments[2], arguments[3])", level, sip, cube, pe)
 
 
 def python_view(graph, level):
@@ -132,16 +126,6 @@ def click_box(driver, box_id, corner=False):
     ActionChains(driver).move_to_element_with_offset(rect, -int(size["width"] * 0.35),
                                                      -int(size["height"] * 0.35)).click().perform()
 
-
-def click_on(driver, element):
-    """A real mouse click at the middle of an element's box (a horizontal line has no height to click)."""
-    from selenium.webdriver import ActionChains
-
-    canvas = driver.find_element("id", "canvas")
-    ox, oy = js(driver, "const a = arguments[0].getBoundingClientRect(), b = arguments[1].getBoundingClientRect();"
-                        "return [a.x + a.width / 2 - (b.x + b.width / 2), a.y + a.height / 2 - (b.y + b.height / 2)]",
-                element, canvas)
-    ActionChains(driver).move_to_element_with_offset(canvas, int(ox), int(oy)).click().perform()
 
 
 def param_rows(driver) -> dict[str, str]:

@@ -21,7 +21,7 @@ from kernbench.topology.builtins import builtin, names
 from kernbench.topology.heatmap import link_colour
 from kernbench.topology.sip_topologies import get_sip_topology
 
-from .browser import console_errors, start_driver, wait_ready
+from .browser import click_on, console_errors, js, show, start_driver, wait_ready
 from .conftest import DEFAULT_TOPOLOGY
 
 SIXTEEN = "16sip_4x4_torus_2d"
@@ -29,12 +29,6 @@ SIX = sorted(n for n in names() if n.startswith("6sip_"))
 READY_MS = float(os.environ.get("KERNBENCH_WEB_READY_MS", "2000"))  # issue 25: under 2 s on 16 SIPs
 
 
-def js(driver, code, *args):
-    return driver.execute_script(code, *args)
-
-
-def show(driver, level, sip=0, cube=0, pe=0):
-    js(driver, "KB.setView(arguments[0], arguments[1], arguments[2], arguments[3])", level, sip, cube, pe)
 
 
 def synthetic_links(graph, loaded: dict, path):
@@ -121,16 +115,6 @@ def page(driver, server):
     assert console_errors(d) == []
     d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
-
-def click_on(driver, element):
-    """A real mouse click at the middle of an element's box (a horizontal line has no height to click)."""
-    from selenium.webdriver import ActionChains
-
-    canvas = driver.find_element("id", "canvas")
-    ox, oy = js(driver, "const a = arguments[0].getBoundingClientRect(), b = arguments[1].getBoundingClientRect();"
-                        "return [a.x + a.width / 2 - (b.x + b.width / 2), a.y + a.height / 2 - (b.y + b.height / 2)]",
-                element, canvas)
-    ActionChains(driver).move_to_element_with_offset(canvas, int(ox), int(oy)).click().perform()
 
 
 def find_route(driver, src, dst, intent="auto"):

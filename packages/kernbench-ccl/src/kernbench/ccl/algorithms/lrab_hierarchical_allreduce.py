@@ -33,6 +33,7 @@ Module contract (``kernbench.ccl``'s backend, :mod:`kernbench.ccl.launch_spec`):
 from __future__ import annotations
 
 from kernbench.ccl.launch_spec import CollectiveCall, LaunchSpec
+from kernbench.ccl.lines import accumulate, reduce_line
 from kernbench.topology.sip_topologies import SipTopology
 
 #: the kernel's ``sip_wrap`` scalar: bit 0 set when E/W wrap around along a row of the SIP grid, bit 1 when N/S
@@ -60,37 +61,9 @@ def launch_spec(call: CollectiveCall) -> LaunchSpec:
         "sip_rank": call.rank, "sip_wrap": sip_wrap(call.sip_topology), "sip_topo_w": cols, "sip_topo_h": rows})
 
 
-def _accumulate(tl, acc, buf) -> None:
-    with tl.scratch_scope():
-        tl.copy_to(acc, acc + buf)
-
-
-def _reduce_line(tl, acc, buf, pos: int, n: int, root: int, toward_root: str, away: str) -> None:
-    """Reduce a line of ``n`` cubes into position ``root``; ``toward_root``/``away`` name directions seen
-    from a cube before the root (e.g. ``E``/``W`` in a row, left of the root column)."""
-    if n == 1:
-        return
-    if pos < root:
-        if pos > 0:
-            tl.recv(away, out=buf)
-            _accumulate(tl, acc, buf)
-        tl.send(toward_root, acc)
-    elif pos > root:
-        if pos < n - 1:
-            tl.recv(toward_root, out=buf)
-            _accumulate(tl, acc, buf)
-        tl.send(away, acc)
-    else:
-        if pos > 0:
-            tl.recv(away, out=buf)
-            _accumulate(tl, acc, buf)
-        if pos < n - 1:
-            tl.recv(toward_root, out=buf)
-            _accumulate(tl, acc, buf)
-
-
 def _broadcast_line(tl, acc, pos: int, n: int, root: int, toward_root: str, away: str) -> None:
-    """Broadcast ``acc`` from position ``root`` to a line of ``n`` cubes (the reverse of ``_reduce_line``)."""
+    """Broadcast ``acc`` from position ``root`` to a line of ``n`` cubes (the reverse of
+    :func:`~kernbench.ccl.lines.reduce_line`)."""
     if n == 1:
         return
     if pos == root:
@@ -131,10 +104,10 @@ def _exchange(tl, acc, bufs, pos: int, n: int, wrap: bool, east: str, west: str)
             tl.send(west, fwd_w)
         if recv_w:
             fwd_e = tl.recv(west, out=from_w)
-            _accumulate(tl, acc, from_w)
+            accumulate(tl, acc, from_w)
         if recv_e:
             fwd_w = tl.recv(east, out=from_e)
-            _accumulate(tl, acc, from_e)
+            accumulate(tl, acc, from_e)
 
 
 def lrab_hierarchical_allreduce(tl, t, n_elem: int, cube_w: int, cube_h: int, n_sips: int, sip_rank: int,
@@ -150,9 +123,9 @@ def lrab_hierarchical_allreduce(tl, t, n_elem: int, cube_w: int, cube_h: int, n_
     rx, ry = (cube_w - 1) // 2, (cube_h - 1) // 2
     acc = tl.load(t)
     buf = tl.zeros(acc.shape, acc.dtype)
-    _reduce_line(tl, acc, buf, cx, cube_w, rx, "E", "W")
+    reduce_line(tl, acc, buf, cx, cube_w, rx, "E", "W")
     if cx == rx:
-        _reduce_line(tl, acc, buf, cy, cube_h, ry, "S", "N")
+        reduce_line(tl, acc, buf, cy, cube_h, ry, "S", "N")
     if (cx, cy) == (rx, ry) and n_sips > 1:
         bufs = [tl.zeros(acc.shape, acc.dtype) for _ in range(3)]
         row, col = divmod(sip_rank, sip_topo_w)

@@ -141,39 +141,30 @@ def tables(doc: dict) -> list[TableData]:
     kinds = {k: select(doc, panel="buffer_kind", buffer_kind=k) for k in KINDS}
     sens = {k: select(doc, panel="sensitivity", buffer_kind=k) for k in KINDS}
     payloads = [r["bytes_per_pe"] for r in topo[TORUS_2D.name]]
-    return [_topology_table(topo, payloads), _kind_table(kinds, payloads), _sensitivity_table(sens),
+    by_topology = _payload_table(
+        topo, payloads, "tab:allreduce-topologies", "All-reduce latency over six SIPs by payload per PE and logical "
+        "SIP topology (TCM receive rings), measured and α–β model.", str, str)
+    by_kind = _payload_table(
+        kinds, payloads, "tab:allreduce-kinds", "All-reduce latency on the 2×3 torus by payload and by the memory "
+        "holding the IPCQ receive rings, measured and α–β model.", str.upper, lambda k: k.upper() + " rings")
+    return [by_topology, by_kind, _sensitivity_table(sens),
             allreduce_links_tex.table(doc)]
 
 
-def _topology_table(topo: dict, payloads: list[int]) -> TableData:
+def _payload_table(series: dict, payloads: list[int], label: str, caption: str, short, group) -> TableData:
+    """Measured and model latency (µs) by payload per PE, two columns per series: ``short(name)`` names them in
+    the flat header, ``group(name)`` above the pair in the typeset table."""
     rows = []
     for i, b in enumerate(payloads):
         row = [_size(b)]
-        for t in TOPOLOGIES:
-            r = topo[t][i]
+        for name in series:
+            r = series[name][i]
             row += [sig(r["allreduce_ns"] / 1e3, 4), sig(r["model_ns"] / 1e3, 4)]
         rows.append(row)
-    header = ["payload / PE"] + [f"{t} {w}" for t in TOPOLOGIES for w in ("µs", "model µs")]
-    return TableData("tab:allreduce-topologies",
-                 "All-reduce latency over six SIPs by payload per PE and logical SIP topology (TCM receive rings), "
-                 "measured and α–β model.", header, rows, "l" + "rr" * len(TOPOLOGIES),
-                 (("", 1), *((t, 2) for t in TOPOLOGIES)), ("payload / PE", *("µs", "model µs") * len(TOPOLOGIES)))
-
-
-def _kind_table(kinds: dict, payloads: list[int]) -> TableData:
-    rows = []
-    for i, b in enumerate(payloads):
-        row = [_size(b)]
-        for k in KINDS:
-            r = kinds[k][i]
-            row += [sig(r["allreduce_ns"] / 1e3, 4), sig(r["model_ns"] / 1e3, 4)]
-        rows.append(row)
-    header = ["payload / PE"] + [f"{k.upper()} {w}" for k in KINDS for w in ("µs", "model µs")]
-    return TableData("tab:allreduce-kinds",
-                 "All-reduce latency on the 2×3 torus by payload and by the memory holding the IPCQ receive rings, "
-                 "measured and α–β model.", header, rows, "l" + "rr" * len(KINDS),
-                 (("", 1), *((k.upper() + " rings", 2) for k in KINDS)),
-                 ("payload / PE", *("µs", "model µs") * len(KINDS)))
+    units = ("µs", "model µs")
+    header = ["payload / PE"] + [f"{short(name)} {w}" for name in series for w in units]
+    return TableData(label, caption, header, rows, "l" + "rr" * len(series),
+                     (("", 1), *((group(name), 2) for name in series)), ("payload / PE", *units * len(series)))
 
 
 def _sensitivity_table(sens: dict) -> TableData:
