@@ -19,6 +19,7 @@ from kernbench.ccl import install
 from kernbench.ccl.neighbours import cube_ring, intercube_mesh, link, merge
 from kernbench.runtime import DPPolicy, RuntimeApiError, session
 from kernbench.runtime.compat import EarlierHost, earlier, earlier_session
+from kernbench.studies.gqa_reference import pe_grid
 from kernbench.tl import CompositeError, Pointer, TLError, pointer_form, record
 
 SEEDS = Path("/work/shared/seeds/extracted/src/kernbench/benches")
@@ -242,19 +243,6 @@ def _seed(name: str):
     return getattr(module, f"gqa_attention_{name}_kernel")
 
 
-def _grid_table(cubes) -> dict:
-    """The 2x4 PE grid of each cube (intra_*), and E/W/N/S between equal PEs of neighbouring cubes."""
-    table: dict = {}
-    for c in cubes:
-        for p in range(8):
-            r, col = divmod(p, 4)
-            if col < 3:
-                link(table, (0, c, p), "intra_E", (0, c, p + 1))
-            if r == 0:
-                link(table, (0, c, p), "intra_S", (0, c, p + 4))
-    return table
-
-
 TILE = 1024  # the seed kernels' S_kv tile width
 
 
@@ -308,7 +296,7 @@ def _run_seed(name: str, data: bool):
     mode = {("cube", "pe"): ("row_wise", "row_wise"), ("cube",): ("row_wise", "replicate"),
             ("pe",): ("replicate", "row_wise"), (): ("replicate", "replicate")}[case["kv"]]
     with earlier_session(data=data) as torch:
-        table = _grid_table(range(C))
+        table = pe_grid(range(C))
         if name == "prefill_long":
             table = cube_ring(torch.spec, 0, list(range(C)))
         elif C > 1:

@@ -9,7 +9,11 @@ heads per KV head, head size 64, seeded float16 inputs; the values do not change
   (``cube_sp_pe_tp``, ``cube_repl_pe_tp``, ``cube_repl_pe_sp``, ``cube_sp_pe_sp``) at S = 4K, 16K and 128K
   keys;
 * ``dispatch``: decode on one PE (``single_pe``) with the local loops ``opt1``, ``opt2`` and ``opt3`` at 16 and
-  32 KV tiles of 64 keys, so that the PE_CPU's dispatch cycles per KV tile follow from the difference.
+  32 KV tiles of 64 keys, so that the PE_CPU's dispatch cycles per KV tile follow from the difference;
+* ``reference``: the earlier report's workloads (:mod:`kernbench.studies.gqa_reference`) with our kernels and,
+  when the environment variable ``KERNBENCH_EARLIER_KERNELS`` names the folder of the earlier team's kernel
+  files, with theirs, each once as modelled and once with the PE_CPU dispatch cost set to zero (``dispatch:
+  zero``, a spec override of ``pe.cost_model``); the headline panels run with zero dispatch cost too.
 
 Each point reports the call's latency (first PE entering an attention kernel to the last leaving one), its
 operation mix, engine occupancy, IPCQ messages, the KV bytes held per cube, and the dispatch cycles and
@@ -24,8 +28,10 @@ from kernbench.benches.gqa_headline import PANELS, run_panel
 from kernbench.layers.attention import gqa_decode
 from kernbench.layers.attention.benchkit import inputs
 from kernbench.runtime import RuntimeContext
+from kernbench.studies import gqa_reference
 from kernbench.studies.base import Field, Point, PointContext, ReportSection, Scalar, Study, StudyError
 from kernbench.studies.graphs import study_graph
+from kernbench.studies.results import select
 
 TOPOLOGY = "topology.yaml"
 G, D_HEAD, TILE = 8, 64, 64
@@ -36,16 +42,24 @@ DISPATCH_VARIANTS: tuple[str, ...] = ("opt1", "opt2", "opt3")
 DISPATCH_TILES: tuple[int, ...] = (16, 32)
 OPS = ("gemm", "math", "dma_read", "dma_write", "ipcq_copy")
 ENGINES = ("pe_dma", "pe_fetch_store", "pe_gemm", "pe_math", "pe_cpu")
+#: PE_CPU dispatch cost: as the topology gives it, or zero (both ``pe.cost_model`` fields overridden).
+DISPATCH_MODES: tuple[str, ...] = ("model", "zero")
+ZERO_DISPATCH: dict[str, Scalar] = {"pe.cost_model.fixed_cycles": 0.0, "pe.cost_model.r_cycles_per_byte": 0.0}
 
 FIELDS: tuple[Field, ...] = (
     Field("panel", "", "headline (the four bench panels), long_context (four decode partitionings over 8 cubes x 8 "
-                       "PEs at several S) or dispatch (one PE, opt1/opt2/opt3 at 16 and 32 KV tiles)"),
+                       "PEs at several S), dispatch (one PE, opt1/opt2/opt3 at 16 and 32 KV tiles) or reference "
+                       "(the earlier report's workloads with its kernels and with ours)"),
     Field("topology", "", "topology file, relative to the topologies folder"),
     Field("name", "", "headline panel name"),
     Field("partition", "", "decode partitioning of the long-context panel"),
     Field("keys", "keys", "KV sequence length S"),
     Field("variant", "", "local loop of the dispatch panel (opt1, opt2, opt3)"),
     Field("kv_tiles", "1", "KV tiles of 64 keys (dispatch panel)"),
+    Field("workload", "", "the earlier report's workload (reference panel)"),
+    Field("kernels", "", "whose kernels ran the reference workload: ours or earlier (the earlier team's files)"),
+    Field("dispatch", "", "PE_CPU dispatch cost: model (as the topology gives it) or zero"),
+    Field("kernel_digest", "", "SHA-256 of the earlier kernel file that ran (earlier kernels only)"),
     Field("latency_ns", "ns", "first PE entering an attention kernel to the last PE leaving one"),
     Field("pes_active", "1", "PEs that attended keys of their own"),
     Field("ipcq_intra_cube", "1", "PE_IPCQ messages between PEs of one cube"),
@@ -60,15 +74,48 @@ FIELDS: tuple[Field, ...] = (
 )
 
 
+def reference_points() -> list[Point]:
+    """The reference panel: every workload with our kernels, and with the earlier kernels when their folder is
+    set (``KERNBENCH_EARLIER_KERNELS``), each at both dispatch modes; the headline panels at zero dispatch."""
+    folder = gqa_reference.kernels_dir()
+    points = []
+    for w in gqa_reference.WORKLOADS:
+        runs: list[dict[str, Scalar]] = [{"kernels": "ours"}]
+        if folder is not None and w.kernel is not None:
+            digest = gqa_reference.kernel_digest(gqa_reference.kernel_file(folder, w))
+            runs.append({"kernels": "earlier", "kernel_digest": digest})
+        points += [Point({"panel": "reference"}, {"panel": "reference", "topology": TOPOLOGY, "workload": w.name,
+                                                  **run, "dispatch": mode})
+                   for run in runs for mode in DISPATCH_MODES]
+    points += [Point({"panel": "reference"}, {"panel": "headline", "topology": TOPOLOGY, "name": p.name,
+                                              "dispatch": "zero"}) for p in PANELS]
+    return points
+
+
 def grid() -> tuple[Point, ...]:
-    """Headline panels, then the long-context partitionings (partition-major), then the dispatch panel."""
+    """Headline panels, the long-context partitionings (partition-major), the dispatch panel, then the reference
+    panel (:func:`reference_points`)."""
     points = [Point({"panel": "headline"}, {"panel": "headline", "topology": TOPOLOGY, "name": p.name})
               for p in PANELS]
     points += [Point({"panel": "long_context"}, {"panel": "long_context", "topology": TOPOLOGY, "partition": part,
                                                  "keys": s}) for part in LONG_PARTITIONS for s in LONG_KEYS]
     points += [Point({"panel": "dispatch"}, {"panel": "dispatch", "topology": TOPOLOGY, "variant": v, "kv_tiles": t})
                for v in DISPATCH_VARIANTS for t in DISPATCH_TILES]
+    points += reference_points()
     return tuple(points)
+
+
+def overrides(params: Mapping[str, Scalar]) -> dict[str, Scalar]:
+    """The spec override of a point: zero PE_CPU dispatch cost when ``dispatch`` is ``zero``."""
+    mode = params.get("dispatch", "model")
+    if mode not in DISPATCH_MODES:
+        raise StudyError(f"gqa point: dispatch={mode!r}; use one of {', '.join(DISPATCH_MODES)}")
+    return dict(ZERO_DISPATCH) if mode == "zero" else {}
+
+
+def headline_rows(doc: dict) -> list[dict]:
+    """The headline panels' rows as modelled (the zero-dispatch runs of the same panels left out)."""
+    return select(doc, panel="headline", dispatch=None)
 
 
 def _call(torch, params: Mapping[str, Scalar]):
@@ -86,12 +133,14 @@ def _call(torch, params: Mapping[str, Scalar]):
     if panel == "dispatch":
         q, k, v = inputs(1, G, 1, 1, TILE * int(params["kv_tiles"]), D_HEAD)
         return gqa_decode(torch, q, k, v, partition="single_pe", variant=str(params["variant"]), tile=TILE)
-    raise StudyError(f"gqa point: unknown panel {panel!r}; use headline, long_context or dispatch")
+    if panel == "reference":
+        return gqa_reference.run(torch, params)
+    raise StudyError(f"gqa point: unknown panel {panel!r}; use headline, long_context, dispatch or reference")
 
 
 def run_point(params: Mapping[str, Scalar], ctx: PointContext) -> dict[str, Scalar]:
     """Run one attention call in a fresh runtime (timing mode) and return its record (see :data:`FIELDS`)."""
-    graph = study_graph(ctx.topology_dir, str(params["topology"]))
+    graph = study_graph(ctx.topology_dir, str(params["topology"]), overrides(params))
     torch = RuntimeContext(graph, data=False)
     r = _call(torch, params)
     dispatch = [x for x in torch.oplog.records if x.op_name == "dispatch"]
@@ -109,6 +158,8 @@ def run_point(params: Mapping[str, Scalar], ctx: PointContext) -> dict[str, Scal
 
 def _cost(params: Mapping[str, Scalar]) -> float:
     """Rough run time, s: deploying a replicated 128K cache dominates."""
+    if params.get("workload") == gqa_reference.SWEEP:
+        return 3.0
     if params["panel"] != "long_context":
         return 0.3
     scale = int(params["keys"]) / 131072
@@ -119,11 +170,12 @@ STUDY = Study(
     name="gqa",
     title="Fused grouped-query attention",
     description="the four headline panels, four long-context decode partitionings over 8 cubes x 8 PEs at 4K, 16K "
-                "and 128K keys, and opt1/opt2/opt3 dispatch per KV tile on one PE",
+                "and 128K keys, opt1/opt2/opt3 dispatch per KV tile on one PE, and the earlier report's workloads "
+                "with its kernels (KERNBENCH_EARLIER_KERNELS) and ours, with and without dispatch cost",
     grid=grid,
     point=run_point,
     files=lambda params: (str(params["topology"]),),
-    overrides=lambda params: {},
+    overrides=overrides,
     modules=("kernbench.studies.gqa",),
     fields=FIELDS,
     cost=_cost,

@@ -4,7 +4,8 @@ A topology graph is immutable, so the points a worker process runs share
 it; every point still builds its own runtime (engine, allocators, op log)
 on top. Overrides change spec fields in memory (``{"cube.hbm.bw_gbs":
 2048.0}``) without a new YAML file; they are validated like the file's own
-values would be (a positive number where the field is positive).
+values would be (a positive number, or zero where the field's declared lower bound is zero: the PE_CPU
+dispatch cost model, which an ablation sets to zero).
 """
 
 from __future__ import annotations
@@ -15,25 +16,33 @@ from pathlib import Path
 
 from kernbench.studies.base import Scalar, StudyError
 from kernbench.topology import TopologyGraph, TopologySpec, compile_spec, load_topology
+from kernbench.topology.block_params import PE_CPU
+
+#: Fields an override may set to zero: the PE_CPU's fields whose declared lower bound is zero.
+ZERO_ALLOWED = frozenset(p.field for p in PE_CPU if p.field and p.low == 0.0)
 
 
-def _override(spec: TopologySpec, path: str, value: Scalar) -> TopologySpec:
-    """``spec`` with the dotted field ``path`` set to ``value`` (a number replacing a number of the same sign)."""
+def _override(spec: TopologySpec, path: str, value: Scalar, full: str | None = None) -> TopologySpec:
+    """``spec`` with the dotted field ``path`` set to ``value`` (a number replacing a number of the same sign);
+    ``full`` is the whole dotted path when ``spec`` is a section."""
+    full = full or path
     head, _, rest = path.partition(".")
     names = {f.name for f in dataclasses.fields(spec)}
     if head not in names:
-        raise StudyError(f"spec override {path!r}: {type(spec).__name__} has no field {head!r} "
+        raise StudyError(f"spec override {full!r}: {type(spec).__name__} has no field {head!r} "
                          f"(fields: {', '.join(sorted(names))})")
     current = getattr(spec, head)
     if rest:
         if not dataclasses.is_dataclass(current):
-            raise StudyError(f"spec override {path!r}: {head!r} is a value, not a section")
-        return dataclasses.replace(spec, **{head: _override(current, rest, value)})
+            raise StudyError(f"spec override {full!r}: {head!r} is a value, not a section")
+        return dataclasses.replace(spec, **{head: _override(current, rest, value, full)})
     if isinstance(current, bool) or not isinstance(current, int | float):
-        raise StudyError(f"spec override {path!r}: only numeric fields can be overridden, {head!r} is "
+        raise StudyError(f"spec override {full!r}: only numeric fields can be overridden, {head!r} is "
                          f"{type(current).__name__}")
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise StudyError(f"spec override {path!r} = {value!r}: use a positive number")
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or (
+            value == 0 and full not in ZERO_ALLOWED):
+        bound = "a number >= 0" if full in ZERO_ALLOWED else "a positive number"
+        raise StudyError(f"spec override {full!r} = {value!r}: use {bound}")
     return dataclasses.replace(spec, **{head: type(current)(value)})
 
 

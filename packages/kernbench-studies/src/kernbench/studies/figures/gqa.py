@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernbench.studies import gqa_reference
 from kernbench.studies.figures.common import FigureSpec, log_ticks, new_figure
+from kernbench.studies.gqa import headline_rows
 from kernbench.studies.results import select
 
 COMMAND = "kernbench study gqa"
@@ -45,7 +47,7 @@ def _plain_log(ax) -> None:
 
 def draw_panels(doc: dict):
     """Latency of each headline panel."""
-    rows = select(doc, panel="headline")
+    rows = headline_rows(doc)
     fig, ax = new_figure(6.4, 2.5)
     x = np.arange(len(rows))
     ax.bar(x, [r["latency_ns"] / 1e3 for r in rows], 0.55, color=PALETTE[0])
@@ -73,7 +75,7 @@ def _log_bars(ax, x, rows, keys: tuple[str, ...], field: str, floor: float) -> N
 
 def draw_opmix(doc: dict):
     """(a) Operations per headline panel; (b) summed busy time per engine (log scale)."""
-    rows = select(doc, panel="headline")
+    rows = headline_rows(doc)
     fig, (ax, bx) = new_figure(6.4, 3.3, ncols=2)
     x = np.arange(len(rows))
     _log_bars(ax, x, rows, OPS, "op_%s", 0.5)
@@ -144,6 +146,57 @@ def draw_dispatch(doc: dict):
     return fig
 
 
+#: The three columns of the reference comparison: the earlier report, its kernels on our model, ours.
+SOURCES = (("reference", "earlier report", "#999999"), ("earlier", "their kernels here", "#d95f02"),
+           ("ours", "our kernels here", "#1b9e77"))
+
+
+def reference_latencies(doc: dict, dispatch: str) -> tuple[list[str], dict[str, list[float | None]]]:
+    """Workload names (the earlier report's, in its order) and, per source, each workload's latency in ns (None:
+    not run or not reported); the reference's own column is its claim whatever ``dispatch`` is."""
+    names = [w.name for w in gqa_reference.WORKLOADS if w.name != gqa_reference.SWEEP]
+    claims = gqa_reference.REFERENCE
+    out: dict[str, list[float | None]] = {"reference": [claims[n].latency_ns if n in claims else None
+                                                        for n in names]}
+    for kernels in ("earlier", "ours"):
+        got = {r["workload"]: r["latency_ns"]
+               for r in select(doc, panel="reference", kernels=kernels, dispatch=dispatch)}
+        out[kernels] = [got.get(n) for n in names]
+    return names, out
+
+
+def workload_label(name: str) -> str:
+    """An earlier-report workload's name on an axis, in words (``multi_user_decode_gqa`` -> ``4-cube decode``)."""
+    return gqa_reference.LABELS[name].replace(" decode", "\ndecode").replace(" prefill", "\nprefill")
+
+
+def draw_reference(doc: dict):
+    """(a) The earlier report's workloads: its latency, its kernels on our model and ours, as modelled; (b) the
+    same runs with zero dispatch cost. A missing value gets no bar but "n/a"."""
+    fig, axes = new_figure(6.4, 4.0, nrows=2, sharex=True)
+    for ax, dispatch, title in zip(axes, ("model", "zero"), ("(a) as modelled", "(b) zero dispatch cost"),
+                                   strict=True):
+        names, lat = reference_latencies(doc, dispatch)
+        x = np.arange(len(names))
+        w = 0.8 / len(SOURCES)
+        for i, (key, label, color) in enumerate(SOURCES):
+            xs = x + (i - (len(SOURCES) - 1) / 2) * w
+            vals = lat[key]
+            ax.bar(xs, [v / 1e3 if v is not None else np.nan for v in vals], w, color=color, label=label)
+            for xi, v in zip(xs, vals, strict=True):
+                if v is None:
+                    ax.annotate("n/a", (xi, 0), xytext=(0, 2), textcoords="offset points", ha="center",
+                                va="bottom", fontsize=6, rotation=90, color=color)
+        ax.set_title(title, loc="left")
+        ax.set_ylabel("latency (µs)")
+    axes[1].set_xticks(x, [workload_label(n) for n in names])
+    axes[1].set_xlabel("the earlier report's workload")
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, ncols=3, loc="lower center", bbox_to_anchor=(0.5, 0.0), frameon=False, fontsize=7)
+    return fig
+
+
 FIGURES = (
     FigureSpec("gqa_panels", "gqa", "Fused GQA latency of the four headline panels (prefill and decode, one and "
                "four users).", COMMAND, draw_panels),
@@ -154,4 +207,8 @@ FIGURES = (
                draw_partitions),
     FigureSpec("gqa_dispatch", "gqa", "PE_CPU dispatch cycles per KV tile of the three local loops of the decode "
                "kernel on one PE (the difference between runs of 16 and 32 tiles).", COMMAND, draw_dispatch, 0.8),
+    FigureSpec("gqa_reference", "gqa", "The earlier report's GQA workloads three ways: the latency that report gives, "
+               "the earlier team's kernels run on this model, and this library's kernels with the same shapes and "
+               "mapping; (a) as modelled, (b) with the PE_CPU dispatch cost set to zero.",
+               COMMAND + " (with KERNBENCH_EARLIER_KERNELS set for the middle column)", draw_reference),
 )

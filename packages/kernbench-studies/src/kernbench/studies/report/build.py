@@ -202,6 +202,10 @@ def _platform(nums: Numbers, topology_dir: Path, docs: dict[str, dict]) -> str:
     nums.plain("kbSramGbs", spec.cube.sram.link_bw_gbs, f"{src}: cube.sram.link_bw_gbs", "GB/s")
     nums.plain("kbTcmGbs", spec.pe.tcm.read_bw_gbs, f"{src}: pe.tcm.read_bw_gbs", "GB/s")
     nums.count("kbMathLanes", spec.pe.math_lanes, f"{src}: pe.math_lanes")
+    nums.plain("kbPeClockGhz", spec.pe.clock_ghz, f"{src}: pe.clock_ghz", "GHz")
+    nums.plain("kbDispatchFixed", spec.pe.cost_model.fixed_cycles, f"{src}: pe.cost_model.fixed_cycles", "cycles")
+    nums.plain("kbDispatchPerByte", spec.pe.cost_model.r_cycles_per_byte, f"{src}: pe.cost_model.r_cycles_per_byte",
+               "cycles/B")
     nums.plain("kbPcieNs", spec.system.pcie.latency_ns, f"{src}: system.pcie.latency_ns", "ns")
     if "gemm" in docs:
         nums.count("kbGemmEventsMax", max(r["events"] for r in res.rows(docs["gemm"])),

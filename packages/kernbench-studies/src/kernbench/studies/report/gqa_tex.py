@@ -8,7 +8,8 @@ macro defined here.
 from __future__ import annotations
 
 from kernbench.studies.figures.gqa import dispatch_per_tile
-from kernbench.studies.gqa import LONG_CUBES, LONG_PES
+from kernbench.studies.gqa import LONG_CUBES, LONG_PES, headline_rows
+from kernbench.studies.report import gqa_reference_tex
 from kernbench.studies.report.numbers import Numbers, fixed, sig
 from kernbench.studies.report.tables import TableData
 from kernbench.studies.results import select
@@ -75,7 +76,7 @@ def generate(doc: dict | None, nums: Numbers) -> tuple[dict[str, str], dict[str,
                                        r"what it measures and gives no numbers."}
         return claims, {"gqa-results.tex": NOT_RUN}
     src = "out/studies/gqa/results.json"
-    head = {r["name"]: r for r in select(doc, panel="headline")}
+    head = {r["name"]: r for r in headline_rows(doc)}
     for name, tag in PANEL_TAGS.items():
         nums.us(f"kbGqaPanel{tag}", head[name]["latency_ns"], f"{src}: latency_ns, headline {name}")
     dma = sum(r["occupancy_pe_dma_ns"] for r in head.values())
@@ -111,14 +112,17 @@ def generate(doc: dict | None, nums: Numbers) -> tuple[dict[str, str], dict[str,
         r"the DMA engines are busy \kbGqaDmaOverGemm{} as long as the GEMM engines. For long-context decode at "
         r"\kbGqaKeysMax{} keys \kbClaimGqaFastest: it takes \kbGqaLongFastest{} against \kbGqaLongReplTp{} for "
         r"one PE streaming a replica.")
+    ref_claims, ref_text = gqa_reference_tex.generate(doc, nums)
+    claims.update(ref_claims)
     files = {f"tab-{t.label.removeprefix('tab:')}.tex": t.latex() for t in tables(doc)}
-    files["gqa-results.tex"] = RESULTS
+    files["gqa-results.tex"] = RESULTS + ref_text
     return claims, files
 
 
 def tables(doc: dict) -> list[TableData]:
-    """The GQA section's tables: headline panels, long-context partitionings, dispatch."""
-    head = select(doc, panel="headline")
+    """The GQA section's tables: headline panels, long-context partitionings, dispatch, and the comparison with
+    the earlier report (:mod:`~kernbench.studies.report.gqa_reference_tex`)."""
+    head = headline_rows(doc)
     rows = [[r["name"], sig(r["latency_ns"] / 1e3, 4), str(r["op_gemm"]), str(r["op_math"]), str(r["op_dma_read"]),
              str(r["op_ipcq_copy"]), fixed(r["occupancy_pe_dma_ns"], 0), fixed(r["occupancy_pe_gemm_ns"], 0),
              str(r["pes_active"])] for r in head]
@@ -137,4 +141,4 @@ def tables(doc: dict) -> list[TableData]:
     t3 = TableData("tab:gqa-dispatch", "Decode on one PE by local loop and KV tiles of 64 keys: PE_CPU dispatch "
                    "cycles, commands and latency.", ["loop", "tiles", "dispatch cycles", "commands", "µs"], rows,
                    "lrrrr")
-    return [t1, t2, t3]
+    return [t1, t2, t3, *gqa_reference_tex.tables(doc)]
