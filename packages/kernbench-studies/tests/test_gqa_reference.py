@@ -214,3 +214,57 @@ def test_without_earlier_runs_the_report_says_why_the_column_is_empty():
     claims, nums, text = _claims(doc)
     assert "KERNBENCH\\_EARLIER\\_KERNELS" in text and "kbClaimGqaRefCounts" not in claims
     assert nums["kbGqaHereKernels"] == "our"
+
+
+def test_the_quoted_numbers_are_the_earlier_reports_own():
+    """reference/gqa.json against the earlier report's results files, where the seed documents are present."""
+    import json
+
+    seeds = SEEDS.parents[2]  # the extracted seed tree
+    headline = seeds / "docs/report/1H-codesign-paper/figures/gqa_latency.json"
+    sweep = SEEDS / "1H_milestone_output/gqa_headline/sweep.json"
+    if not (headline.is_file() and sweep.is_file()):
+        pytest.skip("the earlier report's results files are only in the project's sandbox")
+    rows = json.loads(headline.read_text())["rows"] + json.loads(sweep.read_text())["rows"]
+    assert {r["panel"] for r in rows} == set(ref.REFERENCE)
+    for r in rows:
+        got = ref.REFERENCE[r["panel"]]
+        counts = r["op_log_summary"]
+        assert (got.gemm, got.ipcq_copy, got.dma_read, got.dma_write) == (
+            counts["gemm_count"], counts["ipcq_copy_count"], counts["dma_read_count"], counts["dma_write_count"])
+        if "latency_ns" in r:
+            assert got.latency_ns == pytest.approx(r["latency_ns"], rel=1e-9)
+            busy = r["engine_occupancy_ns"]
+            assert (got.gemm_busy_ns, got.math_busy_ns, got.dma_busy_ns) == pytest.approx(
+                (busy["pe_gemm"], busy["pe_math"], busy["pe_dma"]), rel=1e-9)
+        else:
+            assert got.latency_ns is None
+
+
+def _all_fake_kernels(folder: Path) -> None:
+    for w in ref.WORKLOADS:
+        if w.kernel is not None:
+            (folder / f"_gqa_attention_{w.kernel}.py").write_text(FAKE_PREFILL.replace("prefill_short", w.kernel))
+
+
+def test_results_read_with_or_without_the_earlier_points(synthetic, tmp_path, monkeypatch):
+    """A report can be built where the earlier kernels are absent from results made with them, and the other way
+    round; any other stray point is still refused."""
+    import copy
+
+    from kernbench.studies import results as res
+
+    _all_fake_kernels(tmp_path)
+    monkeypatch.setenv(ref.ENV, str(tmp_path))
+    with_earlier = synthetic.synthetic_doc("gqa")
+    assert any(p["params"].get("kernels") == "earlier" for p in with_earlier["points"])
+    monkeypatch.delenv(ref.ENV)
+    without = synthetic.synthetic_doc("gqa")
+    res.validate(copy.deepcopy(with_earlier))
+    monkeypatch.setenv(ref.ENV, str(tmp_path))
+    res.validate(copy.deepcopy(without))
+    stray = copy.deepcopy(without)
+    stray["points"].append(copy.deepcopy(stray["points"][0]))
+    stray["points"][-1]["params"]["name"] = "decode_c9"
+    with pytest.raises(StudyError, match="is not a point of study 'gqa'"):
+        res.validate(stray)

@@ -114,9 +114,10 @@ def test_the_title_page_says_where_the_results_came_from(studies, drawn):
     _, docs = studies
     main = (build.PACKAGED_SOURCE / "main.tex").read_text()
     (date,) = [line for line in main.splitlines() if line.startswith(r"\date{")]
-    assert r"\kbGemmOrigin" in date and "commit" not in date
+    assert r"\kbRunsOrigin" in date and "commit" not in date
     numbers = drawn[1].numbers.items  # synthetic results carry no git commit, as outside a clone
     assert numbers["kbGemmOrigin"].text == "from the installed kernbench-studies test (not a git clone)"
+    assert numbers["kbRunsOrigin"].text == numbers["kbGemmOrigin"].text
     assert {f"kb{t}Origin" for t in ("Gemm", "Allreduce", "Gqa")} <= set(numbers)
     assert not [n.name for n in numbers.values() if n.text.lower() == "none" or "Commit" in n.name]
     # the same results from a clone name their commit
@@ -125,7 +126,13 @@ def test_the_title_page_says_where_the_results_came_from(studies, drawn):
     for doc in docs.values():
         doc["provenance"]["git_commit"] = "abcdef0123456789abcdef0123456789abcdef01"
     build._provenance(inside, docs)
-    assert inside.items["kbGemmOrigin"].text == "at commit abcdef012345"
+    assert inside.items["kbGemmOrigin"].text == inside.items["kbRunsOrigin"].text == "at commit abcdef012345"
+    # studies run at different commits: the title page says so and the provenance table names each
+    docs["gqa"]["provenance"]["git_commit"] = "fedcba9876543210fedcba9876543210fedcba98"
+    apart = Numbers()
+    build._provenance(apart, docs)
+    assert apart.items["kbGqaOrigin"].text == "at commit fedcba987654"
+    assert apart.items["kbRunsOrigin"].text.startswith("at several commits")
 
 
 def test_a_failed_generate_leaves_no_empty_folder(tmp_path):

@@ -106,6 +106,10 @@ class Study:
     runner starts the costliest points first so parallel workers finish
     together.
 
+    ``optional(params)`` is True for the points of the grid that exist only where the user supplies an input
+    (the GQA study's earlier-kernel points, with ``KERNBENCH_EARLIER_KERNELS`` set): a results file is valid with
+    or without them, so a report can be built on a machine that could not have run them.
+
     ``figures`` are ``"module:ATTRIBUTE"`` references to tuples of
     :class:`~kernbench.studies.figures.common.FigureSpec`, drawn in this
     order; ``report`` is the study's :class:`ReportSection` (None: the study
@@ -123,6 +127,7 @@ class Study:
     modules: tuple[str, ...]
     fields: tuple[Field, ...] = field(default=())
     cost: Callable[[Mapping[str, Scalar]], float] = field(default=lambda params: 1.0)
+    optional: Callable[[Mapping[str, Scalar]], bool] = field(default=lambda params: False)
     figures: tuple[str, ...] = ()
     report: ReportSection | None = None
 

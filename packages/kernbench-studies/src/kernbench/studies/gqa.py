@@ -179,6 +179,7 @@ STUDY = Study(
     modules=("kernbench.studies.gqa",),
     fields=FIELDS,
     cost=_cost,
+    optional=lambda params: params.get("kernels") == "earlier",
     figures=("kernbench.studies.figures.gqa:FIGURES",),
     report=ReportSection("kernbench.studies.report.gqa_tex:generate", "sections/05-gqa",
                          "kernbench.studies.report.gqa_tex:tables"),

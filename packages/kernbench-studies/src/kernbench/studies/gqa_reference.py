@@ -40,9 +40,11 @@ difference is why this module exists.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import inspect
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -295,13 +297,17 @@ class ReferencePanel:
     dma_busy_ns: float | None = None
 
 
-#: Where the earlier report's GQA numbers come from (paths in the seed documents).
-REFERENCE_SOURCE = ("docs/report/1H-codesign-paper/figures/gqa_latency.json (headline panels); "
-                    "src/kernbench/benches/1H_milestone_output/gqa_headline/sweep.json (sweep panel)")
-REFERENCE: dict[str, ReferencePanel] = {
-    "single_user_prefill_gqa": ReferencePanel(445.118, 2, 0, 3, 1, 2.048, 5.0, 72.0),
-    "multi_user_prefill_gqa": ReferencePanel(4630.408, 32, 24, 12, 4, 8.192, 236.0, 1446.945),
-    "single_user_decode_gqa": ReferencePanel(3631.7305, 16, 21, 24, 1, 16.384, 160.0, 1450.115),
-    "multi_user_decode_gqa": ReferencePanel(6692.579, 64, 93, 96, 1, 32.768, 688.0, 15919.7515),
-    "single_kv_group_prefill_gqa_c8_p8": ReferencePanel(None, 1024, 896, 192, 64),
-}
+#: The earlier report's GQA numbers, kept with the report's other quotations of it (``report/tex/reference/``).
+REFERENCE_FILE = Path(__file__).parent / "report" / "tex" / "reference" / "gqa.json"
+
+
+def load_reference(path: Path = REFERENCE_FILE) -> tuple[dict[str, ReferencePanel], str]:
+    """The earlier report's panels (name -> :class:`ReferencePanel`) and where it states them."""
+    doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    fields = {f.name for f in dataclasses.fields(ReferencePanel)}
+    panels = {name: ReferencePanel(**{k: v for k, v in p.items() if k in fields})
+              for name, p in doc["panels"].items()}
+    return panels, "; ".join(f"{v} ({k} panels)" for k, v in doc["sources"].items())
+
+
+REFERENCE, REFERENCE_SOURCE = load_reference()

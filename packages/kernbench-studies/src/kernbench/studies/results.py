@@ -227,7 +227,8 @@ def selected(point: Point, where: tuple[tuple[str, tuple[str, ...]], ...]) -> bo
 
 
 def _check_grid(doc: dict, study: Study, seen: dict[str, int], path: Path) -> None:
-    """The points of ``doc`` are exactly ``study``'s grid, or the part of it its recorded ``--where`` selects."""
+    """The points of ``doc`` are exactly ``study``'s grid, or the part of it its recorded ``--where`` selects; the
+    study's optional points (:attr:`Study.optional`) may be present or absent."""
 
     run = doc["provenance"].get("run")
     where = run.get("where") if isinstance(run, dict) else None
@@ -235,10 +236,12 @@ def _check_grid(doc: dict, study: Study, seen: dict[str, int], path: Path) -> No
         isinstance(v, list) and all(isinstance(x, str) for x in v) for v in where.values())), path,
         "provenance.run.where is not a mapping of field to a list of values")
     selection = tuple((k, tuple(v)) for k, v in (where or {}).items())
-    grid = [_point_id({"labels": dict(g.labels), "params": dict(g.params)}) for g in study.grid()
-            if selected(g, selection)]
-    known = set(grid)
-    extra = sorted(i for pid, i in seen.items() if pid not in known)
+    points = [g for g in study.grid() if selected(g, selection)]
+    grid = [_point_id({"labels": dict(g.labels), "params": dict(g.params)}) for g in points
+            if not study.optional(g.params)]
+    known = {_point_id({"labels": dict(g.labels), "params": dict(g.params)}) for g in points}
+    extra = sorted(i for pid, i in seen.items()
+                   if pid not in known and not study.optional(doc["points"][i]["params"]))
     _require(not extra, path, f"point {extra[0] if extra else ''} is not a point of study {study.name!r}"
              + (f" selected by --where {where}" if where else ""))
     missing = [g for g in grid if g not in seen]
