@@ -16,10 +16,9 @@ import numpy as np
 import pytest
 
 from kernbench.ccl import install
-from kernbench.ccl.neighbours import cube_ring, intercube_mesh, link, merge
+from kernbench.ccl.neighbours import cube_ring, intercube_mesh, intra_cube, link, merge
 from kernbench.runtime import DPPolicy, RuntimeApiError, session
 from kernbench.runtime.compat import EarlierHost, earlier, earlier_session
-from kernbench.studies.gqa_reference import pe_grid
 from kernbench.tl import CompositeError, Pointer, TLError, pointer_form, record
 
 SEEDS = Path("/work/shared/seeds/extracted/src/kernbench/benches")
@@ -296,7 +295,7 @@ def _run_seed(name: str, data: bool):
     mode = {("cube", "pe"): ("row_wise", "row_wise"), ("cube",): ("row_wise", "replicate"),
             ("pe",): ("replicate", "row_wise"), (): ("replicate", "replicate")}[case["kv"]]
     with earlier_session(data=data) as torch:
-        table = pe_grid(range(C))
+        table = merge(*(intra_cube(torch.spec, 0, c) for c in range(C)))
         if name == "prefill_long":
             table = cube_ring(torch.spec, 0, list(range(C)))
         elif C > 1:

@@ -536,3 +536,39 @@ def test_torch_install_ipcq_installs_a_table():
     assert ipcq.links["E"].peer == (0, 5, 0) and ipcq.links["W"].peer == (0, 0, 0)
     inst.remove()
     assert ipcq.links == {}
+
+
+def test_extend_adds_links_over_an_installed_table_and_gives_them_back(default_graph):
+    from kernbench.ccl.neighbours import intercube_mesh, intra_cube
+
+    ctx = RuntimeContext(default_graph)
+    spec = default_graph.spec
+    base = install(ctx, intercube_mesh(spec, 0, 0), "sram")
+    pe0 = ctx.engine.components["sip0.cube0.pe0.pe_ipcq"]
+    pe1 = ctx.engine.components["sip0.cube0.pe1.pe_ipcq"]
+    before = dict(pe0.links)
+    with pytest.raises(NeighbourError, match=r"PE \(0, 0, 0\) already has a neighbour table installed"):
+        install(ctx, intra_cube(spec, 0, 0), "tcm")
+    added = install(ctx, intra_cube(spec, 0, 0), "tcm", extend=True)
+    # PE 0 keeps its mesh links and their rings, and its new intra_E ring is in the memory it already uses
+    assert {d: pe0.links[d] for d in before} == before
+    assert pe0.links["intra_E"].peer == (0, 0, 1) and pe0.buffer_kind == "sram"
+    assert decode(pe0.links["intra_E"].rx_base).kind == "sram"
+    assert pe1.buffer_kind == "tcm" and decode(pe1.links["intra_W"].rx_base).kind == "tcm"
+    assert len(added.rings) == sum(len(d) for d in intra_cube(spec, 0, 0).values())
+    added.remove()
+    assert pe0.links == before and pe1.links == {}
+    base.remove()
+    assert pe0.links == {}
+
+
+def test_extend_refuses_a_direction_that_reaches_another_peer(default_graph):
+    from kernbench.ccl.neighbours import intercube_mesh, link
+
+    ctx = RuntimeContext(default_graph)
+    install(ctx, intercube_mesh(default_graph.spec, 0, 0), "tcm")
+    table: dict = {}
+    link(table, (0, 0, 0), "E", (0, 2, 0))  # cube 0's E is cube 1 in the mesh
+    with pytest.raises(NeighbourError, match=r"PE \(0, 0, 0\) already reaches \(0, 1, 0\) through 'E'"):
+        install(ctx, table, "tcm", extend=True)
+    assert ctx.engine.components["sip0.cube2.pe0.pe_ipcq"].links["W"].peer == (0, 1, 0)  # nothing changed

@@ -4,6 +4,8 @@ runtime context (a bench's ``torch``):
 - :mod:`kernbench.layers.attention` — fused grouped-query attention across PEs and cubes (decode and prefill),
   and the kernel-side flash-attention loop (:mod:`kernbench.layers.attention.local`) every attention kernel uses,
   the single-PE decode bench included;
+- :mod:`kernbench.layers.ffn` — the dense SwiGLU feed-forward layer, tensor-parallel over the PEs and cubes of a
+  SIP (its partials summed in the kernel over the PE_IPCQ) and over SIPs (with the all-reduce);
 - :mod:`kernbench.layers.tp` — Megatron-style tensor-parallel linear layers over ranks (one SIP each), on the
   ``torch.distributed`` of :mod:`kernbench.ccl`.
 

@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from kernbench.ccl import install
-from kernbench.ccl.neighbours import Table, cube_ring, intercube_mesh, link, merge, snake_order
+from kernbench.ccl.neighbours import Table, cube_ring, intercube_mesh, intra_cube, merge, snake_order
 from kernbench.layers.attention import AttentionResult, gqa_decode, gqa_prefill
 from kernbench.layers.attention.result import measure
 from kernbench.runtime import DPPolicy, RuntimeContext
@@ -62,8 +62,6 @@ from kernbench.studies.base import StudyError
 
 #: The environment variable naming the folder of the earlier team's kernel files.
 ENV = "KERNBENCH_EARLIER_KERNELS"
-#: The PE grid of a cube as the earlier kernels address it: 2 rows x 4 columns, PE = row * 4 + column.
-GRID_COLS, GRID_ROWS = 4, 2
 
 
 @dataclass(frozen=True)
@@ -156,19 +154,6 @@ def load_kernel(path: Path, w: Workload):
 
 
 # ------------------------------------------------------------------------------------------------ placement
-def pe_grid(cubes: range) -> Table:
-    """``intra_E``/``intra_S`` links of the 2 x 4 PE grid of each cube of SIP 0 (and their reverses)."""
-    table: Table = {}
-    for c in cubes:
-        for p in range(GRID_COLS * GRID_ROWS):
-            row, col = divmod(p, GRID_COLS)
-            if col + 1 < GRID_COLS:
-                link(table, (0, c, p), "intra_E", (0, c, p + 1))
-            if row + 1 < GRID_ROWS:
-                link(table, (0, c, p), "intra_S", (0, c, p + GRID_COLS))
-    return table
-
-
 def ring_order(spec, cubes: int) -> list[int]:
     """Cubes ``0..cubes-1`` in ring order: along the first mesh row, or snaking through whole rows (every step
     one mesh hop) when they fill an even number of rows."""
@@ -182,7 +167,7 @@ def neighbour_table(spec, w: Workload) -> Table:
     """The PE_IPCQ links the earlier kernel of ``w`` sends over."""
     if w.ring:  # one ring through cubes 0..C-1 per PE index (the cubes the kernel's tensors are split over)
         return merge(*(cube_ring(spec, 0, ring_order(spec, w.cubes), pe=p) for p in range(w.pes)))
-    table = pe_grid(range(w.cubes)) if w.pes > 1 else {}
+    table = merge(*(intra_cube(spec, 0, c) for c in range(w.cubes))) if w.pes > 1 else {}
     if w.cubes > 1:
         table = merge(table, *(intercube_mesh(spec, 0, p) for p in range(w.pes)))
     return table
