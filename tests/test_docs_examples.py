@@ -51,6 +51,7 @@ COLLECTIVE_SCRIPTS = [
     ("allreduce_example.py", "torch.multiprocessing.spawn(worker, nprocs=world)"),
     ("run_my_ring.py", 'config="my_ccl.yaml"'),
     ("tp_example.py", "mlp = ParallelMLP(torch, w1, w2"),
+    ("all_to_all_example.py", 'algorithms={"all_to_all": algorithm}'),
 ]
 
 
@@ -146,13 +147,29 @@ def test_collectives_other_collectives_script_prints_what_the_page_shows(tmp_pat
     assert proc.stdout == shown, "docs/collectives.md shows stale output of collectives_example.py: rerun it"
 
 
-def test_collectives_gather_scatter_figures_are_what_kernbench_run_reports():
+def _bench_rows(metrics: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    """The page's `| `command` | `metric` | ns |` rows whose metric is one of ``metrics``."""
     rows = re.findall(r"^\| `((?:\w+=\S+ )*kernbench run [^`]*)` \| `(\w+)` \| ([\d.]+) \|$", COLLECTIVES.read_text(),
                       re.M)
-    assert len(rows) == 5, rows
+    return [row for row in rows if row[1] in metrics]
+
+
+def _check_bench_rows(rows: list[tuple[str, str, str]]) -> None:
     for line, metric, shown in rows:
         argv, env = _kernbench(line)
         proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         got = json.loads(proc.stdout)["metrics"][metric]
         assert f"{got:.1f}" == shown, f"docs/collectives.md: `{line}` now reports {got:.1f} {metric}, the page {shown}"
+
+
+def test_collectives_gather_scatter_figures_are_what_kernbench_run_reports():
+    rows = _bench_rows(("allgather_ns", "reducescatter_ns"))
+    assert len(rows) == 5, rows
+    _check_bench_rows(rows)
+
+
+def test_collectives_all_to_all_figures_are_what_kernbench_run_reports():
+    rows = _bench_rows(("alltoall_ns",))
+    assert len(rows) == 6, rows
+    _check_bench_rows(rows)

@@ -81,6 +81,7 @@ VARIANTS: dict[str, list[dict[str, str]]] = {
     "gqa-decode": [{"GQA_PARTITION": "cube_repl_pe_sp", "GQA_VARIANT": "opt1"},
                    {"GQA_PARTITION": "short", "GQA_HKV": "2", "GQA_VARIANT": "opt3"}],
     "gqa-prefill": [{"GQA_MODE": "short", "GQA_PES": "4"}],
+    "all-to-all": [{"CCL_A2A_ALGORITHM": "grid_all_to_all_hierarchical"}],
 }
 
 

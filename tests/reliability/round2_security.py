@@ -50,6 +50,7 @@ def extend(cat: ModuleType) -> None:
             "the Zen of Python into the `--json` output); refused by name before any import",
             ccl_run, "{tmp}/ccl.yaml: algorithm 'z' names module 'this', which is not a registered algorithm module, "
             "so it is not imported (known: kernbench.ccl.algorithms.grid_all_gather, "
+            "kernbench.ccl.algorithms.grid_all_to_all_hierarchical, kernbench.ccl.algorithms.grid_all_to_all_pairwise, "
             "kernbench.ccl.algorithms.grid_barrier, kernbench.ccl.algorithms.grid_broadcast, "
             "kernbench.ccl.algorithms.grid_reduce_scatter, "
             "kernbench.ccl.algorithms.lrab_hierarchical_allreduce); register your own "

@@ -17,9 +17,9 @@ def graph():
 
 def test_registered_names():
     names = [b.name for b in discover().benches]
-    assert names == ["all-gather", "ccl-allreduce", "gemm-single-pe", "gqa-decode", "gqa-decode-single-pe",
-                     "gqa-headline", "gqa-prefill", "matmul-composite", "qkv-gemm", "qkv-gemm-multi-pe",
-                     "reduce-scatter", "tp-mlp", "va-offset-verify"]
+    assert names == ["all-gather", "all-to-all", "ccl-allreduce", "gemm-single-pe", "gqa-decode",
+                     "gqa-decode-single-pe", "gqa-headline", "gqa-prefill", "matmul-composite", "qkv-gemm",
+                     "qkv-gemm-multi-pe", "reduce-scatter", "tp-mlp", "va-offset-verify"]
     for b in discover().benches:
         for p in b.params:  # every declared parameter is documented under its environment variable too
             assert p.env and p.env in b.doc, f"{b.name}: the module docstring does not name {p.name}'s {p.env}"
@@ -88,7 +88,8 @@ def test_gemm_single_pe_counts(graph, monkeypatch):
 
 
 def test_unknown_bench():
-    with pytest.raises(BenchError, match="valid benches: 1:all-gather, 2:ccl-allreduce, 3:gemm-single-pe"):
+    with pytest.raises(BenchError, match="valid benches: 1:all-gather, 2:all-to-all, 3:ccl-allreduce, "
+                                         "4:gemm-single-pe"):
         discover().resolve("nope")
 
 

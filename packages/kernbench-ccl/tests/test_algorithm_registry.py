@@ -17,7 +17,8 @@ from kernbench.ccl import CclConfigError, register_algorithm
 from kernbench.runtime import RuntimeContext
 
 SHIPPED = "kernbench.ccl.algorithms.lrab_hierarchical_allreduce"
-SHIPPED_ALL = [f"kernbench.ccl.algorithms.{m}" for m in ("grid_all_gather", "grid_barrier", "grid_broadcast",
+SHIPPED_ALL = [f"kernbench.ccl.algorithms.{m}" for m in ("grid_all_gather", "grid_all_to_all_hierarchical",
+                                                          "grid_all_to_all_pairwise", "grid_barrier", "grid_broadcast",
                                                           "grid_reduce_scatter", "lrab_hierarchical_allreduce")]
 BODY = """
 import pathlib

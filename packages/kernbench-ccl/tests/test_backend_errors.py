@@ -109,7 +109,7 @@ def test_unsupported_reduce_op(ctx):
     assert d.ReduceOp.SUM == "sum"
 
 
-@pytest.mark.parametrize("name", ["all_gather", "reduce_scatter", "all_to_all_single", "send", "recv", "new_group"])
+@pytest.mark.parametrize("name", ["all_gather", "reduce_scatter", "all_to_all", "send", "recv", "new_group"])
 def test_other_collectives_are_not_implemented(ctx, name):
     d = ctx.distributed
     with pytest.raises(NotImplementedError, match=rf"torch\.distributed\.{name} is not implemented") as exc:

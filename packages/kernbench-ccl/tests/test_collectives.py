@@ -287,7 +287,8 @@ def test_each_collective_runs_the_algorithm_ccl_yaml_names(default_graph, tmp_pa
                                                 "  broadcast: {algorithm: bc}\n" + ALGOS))
     algos = {c: cfg.name for c, (cfg, _) in d._group.algorithms.items()}
     assert algos == {"all_reduce": "lrab", "broadcast": "bc", "all_gather": "grid_all_gather",
-                     "reduce_scatter": "grid_reduce_scatter", "barrier": "grid_barrier"}  # the rest: packaged
+                     "reduce_scatter": "grid_reduce_scatter", "all_to_all": "grid_all_to_all_pairwise",
+                     "barrier": "grid_barrier"}  # the rest: packaged
     d.destroy_process_group()
 
 

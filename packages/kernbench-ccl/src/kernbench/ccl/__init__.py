@@ -13,7 +13,9 @@ every :class:`~kernbench.runtime.context.RuntimeContext` (a bench's ``torch``):
 direction outside a process group, e.g. ring attention over a cube ring).
 
 A collective algorithm is a registered module whose ``launch_spec(call)``
-returns a :class:`LaunchSpec` (:mod:`kernbench.ccl.launch_spec`).
+returns a :class:`LaunchSpec` (:mod:`kernbench.ccl.launch_spec`); for
+``all_to_all_single`` the call carries every rank's split sizes as a
+:class:`SplitTable`.
 """
 
 from importlib import metadata as _metadata
@@ -31,7 +33,7 @@ from kernbench.ccl.distributed import (
     plan_group,
 )
 from kernbench.ccl.install import Installation, install
-from kernbench.ccl.launch_spec import CollectiveCall, LaunchSpec, LaunchSpecError
+from kernbench.ccl.launch_spec import CollectiveCall, LaunchSpec, LaunchSpecError, SplitTable
 from kernbench.ccl.launcher import DeviceApi, Launcher
 from kernbench.ccl.neighbours import NeighbourError
 
@@ -59,6 +61,6 @@ def install_extension(ctx):
 __all__ = [
     "AlgorithmConfig", "CclConfigError", "CollectiveCall", "CollectiveError", "DeviceApi", "DistributedContext",
     "GroupPlan", "Installation", "LaunchSpec", "LaunchSpecError", "Launcher", "NeighbourError",
-    "NotInitializedError", "ReduceOp", "UnsupportedBackendError", "UnsupportedOpError", "__version__",
+    "NotInitializedError", "ReduceOp", "SplitTable", "UnsupportedBackendError", "UnsupportedOpError", "__version__",
     "collective_span_ns", "install", "install_extension", "plan_group", "register_algorithm",
 ]

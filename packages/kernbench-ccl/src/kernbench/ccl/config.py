@@ -8,7 +8,7 @@ without one uses the copy shipped in this package. Layout::
         algorithm: lrab_hierarchical_allreduce # an entry of 'algorithms'
         buffer_kind: tcm                       # where IPCQ receive rings live: tcm | sram | hbm
         # world_size: 6                        # optional: ranks (default: the topology's SIP count)
-      # all_gather / reduce_scatter / broadcast / all_to_all / ...: the same keys, once an algorithm exists
+      # broadcast / all_gather / reduce_scatter / all_to_all / barrier: the same keys
     defaults:                                  # optional: what every collective falls back on
       buffer_kind: tcm
     algorithms:
@@ -58,12 +58,12 @@ class CclConfigError(KernbenchError):
     """ccl.yaml is missing a field, names an unknown algorithm, or holds a bad value."""
 
 
-#: the collectives a ``ccl.yaml`` may configure (``all_reduce`` is the one the backend implements today)
+#: the collectives a ``ccl.yaml`` may configure (:data:`IMPLEMENTED` lists those the backend runs)
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "reduce", "gather",
                "scatter", "barrier")
 #: the collectives the ``ahbm`` backend runs (``all_gather`` is ``all_gather_into_tensor``, ``reduce_scatter``
-#: is ``reduce_scatter_tensor``)
-IMPLEMENTED = ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier")
+#: is ``reduce_scatter_tensor``, ``all_to_all`` is ``all_to_all_single``)
+IMPLEMENTED = ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all", "barrier")
 
 
 @dataclass(frozen=True)
@@ -186,6 +186,13 @@ def load(path: Path | str, algorithm: str | None = None, collective: str = "all_
         raise CclConfigError(f"{path}: buffer_kind {quote(kind)} is not one of {', '.join(BUFFER_KINDS)}")
     check_registered(entry["module"], name, str(path))
     return AlgorithmConfig(name, entry["module"], kind, world, str(path), collective, given is not None)
+
+
+def algorithm_entries(path: Path | str) -> set[str]:
+    """The names under ``algorithms:`` in ``path``."""
+    raw = load_yaml(Path(path).read_bytes(), str(path), CclConfigError) or {}
+    algos = raw.get("algorithms") if isinstance(raw, dict) else None
+    return set(algos) if isinstance(algos, dict) else set()
 
 
 def configured_collectives(path: Path | str) -> set[str]:

@@ -13,12 +13,14 @@ and install it with its receive rings. Until it succeeds
 nothing is installed and every other call raises :class:`NotInitializedError`.
 
 The other collectives the backend runs (``broadcast``,
-``all_gather_into_tensor``, ``reduce_scatter_tensor`` and ``barrier``) are
-resolved at the same time, each from its own ``collectives:`` entry, or the
-packaged ``ccl.yaml``'s when the file has none; they share the group's
-world size, neighbour table and receive rings (the all-reduce's buffer
-kind, or ``buffer_kind=``), and a setting that contradicts them is a
-:class:`CclConfigError` naming the collective.
+``all_gather_into_tensor``, ``reduce_scatter_tensor``, ``all_to_all_single``
+and ``barrier``) are resolved at the same time, each from its own
+``collectives:`` entry, or the packaged ``ccl.yaml``'s when the file has
+none (``algorithms=`` of ``init_process_group`` picks another entry for a
+collective); they share the group's world size, neighbour table and
+receive rings (the all-reduce's buffer kind, or ``buffer_kind=``), and a
+setting that contradicts them is a :class:`CclConfigError` naming the
+collective.
 
 ``all_reduce(t)`` asks the algorithm module's ``launch_spec`` for a
 :class:`~kernbench.ccl.launch_spec.LaunchSpec` (the kernel and its arguments
@@ -28,13 +30,18 @@ tensor (its SIP) and waits for it; under
 ``torch.multiprocessing.spawn`` every rank's wait goes to the launcher, so
 the collective drains once all ranks have launched. ``barrier()`` launches
 the barrier algorithm on a one-value token, so no rank returns from it on
-the device before every rank has reached it. Other collectives are not
-implemented and say so.
+the device before every rank has reached it. ``all_to_all_single`` meets
+the other ranks first, then builds every rank's split sizes into one
+:class:`~kernbench.ccl.launch_spec.SplitTable` the algorithm plans from
+(data-dependent sizes are decided here, on the host). Other collectives are
+not implemented and say so.
 """
 
 from __future__ import annotations
 
 import importlib
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from kernbench.ccl.config import (
@@ -42,6 +49,7 @@ from kernbench.ccl.config import (
     PACKAGED,
     AlgorithmConfig,
     CclConfigError,
+    algorithm_entries,
     check_registered,
     config_path,
     configured_collectives,
@@ -49,7 +57,7 @@ from kernbench.ccl.config import (
     registered_module,
 )
 from kernbench.ccl.install import Installation, install
-from kernbench.ccl.launch_spec import CollectiveCall, LaunchSpec, LaunchSpecError
+from kernbench.ccl.launch_spec import CollectiveCall, LaunchSpec, LaunchSpecError, SplitTable
 from kernbench.ccl.neighbours import intercube_multisip, sip_grid, sip_strategy
 from kernbench.runtime import DPPolicy, RuntimeContext, Tensor
 from kernbench.topology.errors import KernbenchError
@@ -78,9 +86,10 @@ class ReduceOp:
     SUM = "sum"
 
 
-_NOT_IMPLEMENTED = ("reduce", "all_gather", "gather", "scatter", "reduce_scatter", "all_to_all",
-                    "all_to_all_single", "send", "recv", "isend", "irecv", "new_group")
-_RUNS = ("all_reduce", "broadcast", "all_gather_into_tensor", "reduce_scatter_tensor", "barrier")
+_NOT_IMPLEMENTED = ("reduce", "all_gather", "gather", "scatter", "reduce_scatter", "all_to_all", "send", "recv",
+                    "isend", "irecv", "new_group")
+_RUNS = ("all_reduce", "broadcast", "all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single",
+         "barrier")
 _TOKEN = DPPolicy(num_cubes=1, num_pes=1)  # the barrier's one-value token: PE 0 of cube 0 of the rank's SIP
 
 
@@ -126,6 +135,7 @@ class _Group:
     buffer_kind: str
     installation: Installation
     algorithms: dict = field(default_factory=dict)  # collective -> (AlgorithmConfig, module)
+    chosen: tuple = ()  # the (collective, algorithm) pairs init_process_group's algorithms= set
 
 
 class DistributedContext:
@@ -141,39 +151,47 @@ class DistributedContext:
         self._destroy_calls = 0
         self._calls: dict[int, int] = {}  # all_reduce calls made so far, per rank
         self._layouts: dict[int, tuple] = {}  # call index -> (cubes, elements, dtype) of the first rank to make it
+        self._splits: dict[int, dict[int, tuple]] = {}  # all_to_all call index -> rank -> its sizes (see below)
+        self._tables_built: dict[int, int] = {}  # all_to_all call index -> ranks that have built its table
 
     # ------------------------------------------------------------------ process group
     def init_process_group(self, backend: str = "ahbm", *, world_size: int | None = None, rank: int | None = None,
                            config: str | None = None, algorithm: str | None = None,
-                           buffer_kind: str | None = None, **_ignored) -> None:
+                           buffer_kind: str | None = None, algorithms: Mapping[str, str] | None = None,
+                           **_ignored) -> None:
         """Create the process group (see the module docstring). ``world_size``/``rank`` are accepted and
-        ignored, as with PyTorch's environment variables: ranks come from the launcher."""
+        ignored, as with PyTorch's environment variables: ranks come from the launcher. ``algorithm`` names the
+        all-reduce's algorithm entry; ``algorithms`` maps other collectives (``"all_to_all"``, ...) to an entry of
+        the ``ccl.yaml`` that configures them, in place of the entry the file chooses."""
         if backend != "ahbm":
             raise UnsupportedBackendError(f"init_process_group: backend {backend!r} is not supported; use 'ahbm'")
+        chosen = _chosen_algorithms(algorithms)
         spec = self.ctx.spec
         cfg = load(config or config_path(spec.source), algorithm)
         kind = buffer_kind or cfg.buffer_kind
         if self._group is not None:
             g = self._group
-            if (g.config, g.buffer_kind) == (cfg, kind):
+            if (g.config, g.buffer_kind, g.chosen) == (cfg, kind, chosen):
                 return  # every rank calls it; the first call installed the group
             raise CollectiveError("init_process_group: a process group with other settings already exists; call "
                                   "destroy_process_group() first")
         path = config or config_path(spec.source)
         plan = plan_group(spec, cfg)
         algorithms = {"all_reduce": (cfg, plan.module)}
-        configured = configured_collectives(path)
+        configured, entries = configured_collectives(path), algorithm_entries(path)
         for coll in IMPLEMENTED[1:]:
-            algorithms[coll] = self._plan_other(spec, path if coll in configured else PACKAGED, coll, plan, kind,
-                                                buffer_kind is not None)
+            name = dict(chosen).get(coll)  # an entry of the file in use, else of the packaged one
+            source = path if coll in configured or name in entries else PACKAGED
+            algorithms[coll] = self._plan_other(spec, source, coll, plan, kind, buffer_kind is not None, name)
         inst = install(self.ctx, plan.table, kind)
         self._group = _Group(cfg, plan.module, plan.world_size, plan.sip_topology, plan.grid, kind, inst,
-                             algorithms)
+                             algorithms, chosen)
 
     @staticmethod
-    def _plan_other(spec, path, coll: str, plan: GroupPlan, kind: str, kind_forced: bool):
-        """Resolve ``coll``'s algorithm in ``path`` and check it fits the group planned for ``all_reduce``."""
-        cfg = load(path, collective=coll)
+    def _plan_other(spec, path, coll: str, plan: GroupPlan, kind: str, kind_forced: bool, name: str | None = None):
+        """Resolve ``coll``'s algorithm in ``path`` (entry ``name`` when given) and check it fits the group planned
+        for ``all_reduce``."""
+        cfg = load(path, name, collective=coll)
         if path == PACKAGED:  # not configured in the user's file: the group's settings apply
             cfg = replace(cfg, world_size=plan.world_size, buffer_kind=kind)
         if cfg.world_size is not None and cfg.world_size != plan.world_size:
@@ -202,6 +220,8 @@ class DistributedContext:
         self._destroy_calls = 0
         self._calls.clear()
         self._layouts.clear()
+        self._splits.clear()
+        self._tables_built.clear()
 
     def is_initialized(self) -> bool:
         """Whether ``init_process_group`` has succeeded."""
@@ -289,6 +309,72 @@ class DistributedContext:
         call = CollectiveCall("reduce_scatter", grp.world_size, rank, n_elem, 1, 1, grp.sip_topology, grp.grid)
         return self._launch("reduce_scatter_tensor", "reduce_scatter", grp, input, call, {"out": output})
 
+    def all_to_all_single(self, output: Tensor, input: Tensor, output_split_sizes: Sequence[int] | None = None,
+                          input_split_sizes: Sequence[int] | None = None, group=None, async_op: bool = False):
+        """Cut ``input`` along dim 0 into one block per rank, in rank order (``input_split_sizes[j]`` rows for
+        rank ``j``), send each block to its rank, and fill ``output`` with the blocks every rank sent this one, in
+        rank order (``output_split_sizes[i]`` rows from rank ``i``). ``None`` cuts a tensor into ``world_size``
+        equal blocks; a split may be 0 rows. Returns the launch result.
+
+        Both tensors are 2-D on the rank's SIP, with the same columns and dtype, either on PE 0 of one cube
+        (``DPPolicy(num_cubes=1, num_pes=1)``) or split row-wise over PE 0 of every cube
+        (``DPPolicy(cube="row_wise", num_pes=1)``), the same cubes for both. Rank ``i``'s
+        ``input_split_sizes[j]`` must equal rank ``j``'s ``output_split_sizes[i]``; the backend checks it once
+        every rank has called, and passes the whole table to the algorithm.
+        """
+        what = "all_to_all_single"
+        grp = self._require(what)
+        self._no_group_args(what, group, async_op)
+        rank = self._check_ranks(what, grp)
+        cubes, in_rows = self._row_shards(what, rank, input, "input")
+        out_cubes, out_rows = self._row_shards(what, rank, output, "output")
+        if out_cubes != cubes or output.dtype != input.dtype or output.shape[1] != input.shape[1]:
+            raise CollectiveError(f"{what}: rank {rank} passes output {output.dtype}{list(output.shape)} on cube(s) "
+                                  f"{list(out_cubes)} and input {input.dtype}{list(input.shape)} on cube(s) "
+                                  f"{list(cubes)}; both need the same columns and dtype on the same cubes")
+        world = grp.world_size
+        sends = _split_sizes(what, rank, input_split_sizes, input.shape[0], world, "input")
+        receives = _split_sizes(what, rank, output_split_sizes, output.shape[0], world, "output")
+        call_no = self._calls.get(rank, 0)
+        self._record_layout(what, rank, (input.shape[1], input.dtype, cubes),
+                            f"rows of {input.shape[1]} {input.dtype} values on cube(s) {list(cubes)}")
+        self._splits.setdefault(call_no, {})[rank] = (sends, receives, in_rows, out_rows)
+        spec = self.ctx.spec
+        w, h = (1, 1) if len(cubes) == 1 else (spec.sip.cube_mesh.w, spec.sip.cube_mesh.h)
+        row_bytes = input.shape[1] * _itemsize(input.dtype)
+
+        def call() -> CollectiveCall:  # every rank has arrived: their sizes make one table
+            table = self._split_table(what, call_no, world, cubes, row_bytes)
+            return CollectiveCall("all_to_all", world, rank, in_rows[0] * input.shape[1], w, h, grp.sip_topology,
+                                  grp.grid, split_table=table)
+
+        return self._launch(what, "all_to_all", grp, input, call, {"out": output})
+
+    def _split_table(self, what: str, call_no: int, world: int, cubes: tuple[int, ...], row_bytes: int
+                     ) -> SplitTable:
+        """Every rank's sizes for ``what`` call ``call_no`` as one table, once each send matches its receive."""
+        ranks = self._splits[call_no]
+        for i in range(world):
+            for j in range(world):
+                s, t = ranks[i][0][j], ranks[j][1][i]
+                if s != t:
+                    raise CollectiveError(f"{what} #{call_no + 1}: rank {i} sends {s} rows to rank {j} but rank {j} "
+                                          f"expects {t} rows from rank {i}; rank {j}'s output_split_sizes[{i}] must "
+                                          f"equal rank {i}'s input_split_sizes[{j}]")
+        spec = self.ctx.spec
+        table = SplitTable(splits=tuple(ranks[i][0] for i in range(world)),
+                           in_rows=tuple(ranks[i][2] for i in range(world)),
+                           out_rows=tuple(ranks[i][3] for i in range(world)), cubes=cubes, row_bytes=row_bytes,
+                           slot_bytes=spec.pe.ipcq.slot_bytes,
+                           scratch_bytes=int(spec.pe.tcm.scratch_mib * (1 << 20)))
+        built = self._tables_built.get(call_no, 0) + 1
+        if built == world:  # every rank has its table: the sizes of this call are no longer needed
+            del self._splits[call_no]
+            self._tables_built.pop(call_no, None)
+        else:
+            self._tables_built[call_no] = built
+        return table
+
     # ------------------------------------------------------------------ shared checks of the collectives
     @staticmethod
     def _no_group_args(what: str, group, async_op: bool) -> None:
@@ -321,6 +407,29 @@ class DistributedContext:
                                   f"shards on {sorted((s.cube, s.pe) for s in shards)}")
         return shards[0].nbytes // _itemsize(tensor.dtype)
 
+    def _row_shards(self, what: str, rank: int, tensor: Tensor, name: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Check ``tensor`` is this session's, on the rank's SIP, 2-D, on PE 0 of one cube or split row-wise over
+        PE 0 of every cube; its cubes and the rows on each."""
+        if not isinstance(tensor, Tensor):
+            raise CollectiveError(f"{what}: rank {rank}: {name} must be a tensor of this runtime, got "
+                                  f"{type(tensor).__name__}")
+        self.ctx.check_tensor(tensor, what)
+        if tensor.sip != rank:
+            raise CollectiveError(f"{what}: rank {rank} passed a tensor on SIP {tensor.sip}; each rank passes "
+                                  f"tensors on its own SIP")
+        shards = sorted((s for s, _ in tensor.shards), key=lambda s: s.cube)
+        cubes = tuple(s.cube for s in shards)
+        whole = len(tensor.shape) == 2 and all(s.cols == (0, tensor.shape[1]) for s in shards) and \
+            [s.rows[0] for s in shards] == [0, *(s.rows[1] for s in shards[:-1])] and \
+            shards[-1].rows[1] == tensor.shape[0]  # consecutive rows, in cube order
+        if not whole or any(s.pe != 0 for s in shards) or len(set(cubes)) != len(cubes) or \
+                len(cubes) not in (1, self.ctx.spec.cubes_per_sip):
+            raise CollectiveError(f"{what}: rank {rank}: {name} must be 2-D on PE 0 of one cube "
+                                  f"(DPPolicy(num_cubes=1, num_pes=1)) or split row-wise over PE 0 of every cube "
+                                  f"(DPPolicy(cube='row_wise', num_pes=1)); got shape {list(tensor.shape)} with "
+                                  f"shards on {sorted((s.cube, s.pe) for s in shards)}")
+        return cubes, tuple(s.rows[1] - s.rows[0] for s in shards)
+
     def _matching(self, what: str, rank: int, world: int, large: Tensor, small: Tensor, large_name: str,
                   small_name: str) -> None:
         """``large`` must be ``world`` blocks of ``small`` stacked along dim 0, in the same dtype and on the same
@@ -349,25 +458,49 @@ class DistributedContext:
             raise CollectiveError(f"{what} #{call + 1}: rank {rank} passes {text} but rank {first[3]} passed "
                                   f"{first[2]}; every rank must {rule}")
 
-    def _launch(self, what: str, collective: str, group: _Group, tensor: Tensor, call: CollectiveCall,
-                extra: dict | None = None):
+    def _launch(self, what: str, collective: str, group: _Group, tensor: Tensor,
+                call: CollectiveCall | Callable[[], CollectiveCall], extra: dict | None = None):
         """Meet the other ranks in ``what`` (the call's name), then launch the algorithm configured for
-        ``collective`` on ``tensor``'s PEs and wait; the result is kept in ``collective_results``."""
+        ``collective`` on ``tensor``'s PEs and wait; the result is kept in ``collective_results``. ``call`` may be
+        a function that builds the call once every rank has arrived (from what the other ranks passed). The
+        launch spec's workspace tensors are allocated on ``tensor``'s PEs for the launch and freed after it."""
         cfg, module = group.algorithms[collective]
         self.ctx.multiprocessing.rendezvous(what)
+        if callable(call):
+            call = call()
         launch = module.launch_spec(call)
         if not isinstance(launch, LaunchSpec):
             raise CclConfigError(f"{cfg.source}: launch_spec of algorithm module {cfg.module!r} "
                                  f"returned {type(launch).__name__}, not a kernbench.ccl.LaunchSpec")
+        extra = dict(extra or {})
+        clash = sorted(set(launch.workspace) & set(extra))
+        if clash:
+            raise CclConfigError(f"{cfg.source}: algorithm {cfg.name!r} asks for a workspace named "
+                                 f"{', '.join(map(repr, clash))}, which the backend passes itself; rename it")
+        work = {name: self._workspace(tensor, rows) for name, rows in launch.workspace.items()}
         try:
-            args = launch.arguments(tensor, extra)
-        except LaunchSpecError as exc:
-            raise CclConfigError(f"{cfg.source}: algorithm {cfg.name!r}: {exc}") from None
-        result = self.ctx.wait(self.ctx.launch(cfg.name, launch.kernel, *args))
+            try:
+                args = launch.arguments(tensor, {**extra, **work})
+            except LaunchSpecError as exc:
+                raise CclConfigError(f"{cfg.source}: algorithm {cfg.name!r}: {exc}") from None
+            result = self.ctx.wait(self.ctx.launch(cfg.name, launch.kernel, *args))
+        finally:
+            for t in work.values():
+                if t is not None:
+                    self.ctx.free(t)
         if collective == "all_reduce":
             self.results.append((call.rank, result))
         self.collective_results.setdefault(collective, []).append((call.rank, result))
         return result
+
+    def _workspace(self, tensor: Tensor, rows: int) -> Tensor | None:
+        """A ``rows x columns`` tensor of ``tensor``'s dtype on PE 0 of each cube ``tensor`` spans (``None`` for 0
+        rows): scratch an algorithm asked for in its launch spec."""
+        if not rows:
+            return None
+        cubes = sorted({s.cube for s, _ in tensor.shards})
+        policy = DPPolicy(cube="replicate", num_cubes=len(cubes), cube_start=cubes[0], num_pes=1)
+        return self.ctx.empty((rows, tensor.shape[-1]), tensor.dtype, policy)
 
     # ------------------------------------------------------------------ collectives
     def all_reduce(self, tensor: Tensor, op: str = ReduceOp.SUM, group=None, async_op: bool = False):
@@ -410,6 +543,57 @@ class DistributedContext:
                                          f"{', '.join(_RUNS)} are (kernels can use tl.send / tl.recv directly)")
             return unsupported
         raise AttributeError(f"torch.distributed has no attribute {name!r}")
+
+
+def _split_sizes(what: str, rank: int, sizes: Sequence[int] | None, rows: int, world: int, name: str
+                 ) -> tuple[int, ...]:
+    """The rows of ``name`` (``"input"`` or ``"output"``) that go to (come from) each rank: ``sizes`` checked, or
+    ``world`` equal parts of ``rows``."""
+    arg = f"{name}_split_sizes"
+    if sizes is None:
+        if rows % world:
+            raise CollectiveError(f"{what}: rank {rank}: the {name} has {rows} rows, which world size {world} does "
+                                  f"not divide into equal splits; pass {arg} (rows per rank)")
+        return (rows // world,) * world
+    try:
+        values = tuple(operator.index(v) if not isinstance(v, bool) else _not_a_count(v) for v in sizes)
+    except TypeError:
+        raise CollectiveError(f"{what}: rank {rank}: {arg} must be a sequence of {world} row counts, got "
+                              f"{sizes!r}") from None
+    if len(values) != world:
+        raise CollectiveError(f"{what}: rank {rank}: {arg} has {len(values)} entries but the group has {world} "
+                              f"ranks; give one row count per rank")
+    for j, v in enumerate(values):
+        if v < 0:
+            raise CollectiveError(f"{what}: rank {rank}: {arg}[{j}] = {v} is negative; a split is a number of rows "
+                                  f"(>= 0)")
+    if sum(values) != rows:
+        raise CollectiveError(f"{what}: rank {rank}: {arg} {list(values)} add up to {sum(values)} rows but the "
+                              f"{name} has {rows} rows (dim 0); the splits must add up to them")
+    return values
+
+
+def _not_a_count(value: object) -> int:
+    raise TypeError(f"{value!r} is not a row count")
+
+
+def _chosen_algorithms(algorithms: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
+    """``init_process_group``'s ``algorithms=`` checked: a collective the backend runs (other than ``all_reduce``,
+    which ``algorithm=`` chooses) -> an algorithm entry name."""
+    if algorithms is None:
+        return ()
+    if not isinstance(algorithms, Mapping):
+        raise CclConfigError(f"init_process_group: algorithms= must map collectives to algorithm entries, got "
+                             f"{type(algorithms).__name__}")
+    others = IMPLEMENTED[1:]
+    for coll, name in algorithms.items():
+        if coll not in others:
+            raise CclConfigError(f"init_process_group: algorithms= names {coll!r}, which is not one of "
+                                 f"{', '.join(others)} (all_reduce's algorithm is algorithm=)")
+        if not isinstance(name, str) or not name:
+            raise CclConfigError(f"init_process_group: algorithms[{coll!r}] must name an algorithm entry of "
+                                 f"ccl.yaml, got {name!r}")
+    return tuple(sorted(algorithms.items()))
 
 
 def collective_span_ns(results) -> float:

@@ -28,16 +28,55 @@ class LaunchSpecError(KernbenchError, TypeError):
 
 
 @dataclass(frozen=True)
+class SplitTable:
+    """The sizes of one ``all_to_all_single`` call, decided on the host from every rank's split sizes.
+
+    ``splits[i][j]`` is the number of rows (of dim 0) rank ``i`` sends to
+    rank ``j``. Each rank's input and output are spread over the same
+    ``cubes`` of its SIP (SIP-wide cube indices in row order: one cube, or
+    every cube of the mesh); ``in_rows[i][k]`` and ``out_rows[i][k]`` are the
+    rows of rank ``i``'s input and output on ``cubes[k]``. ``row_bytes`` is
+    the size of one row in bytes, ``slot_bytes`` the largest IPCQ message
+    (bytes) and ``scratch_bytes`` a kernel's TCM scratch (bytes): together
+    they bound the rows one message carries. Kernels read these integers;
+    they never look at tensor values to size a message.
+    """
+
+    splits: tuple[tuple[int, ...], ...]
+    in_rows: tuple[tuple[int, ...], ...]
+    out_rows: tuple[tuple[int, ...], ...]
+    cubes: tuple[int, ...]
+    row_bytes: int
+    slot_bytes: int
+    scratch_bytes: int
+
+    @property
+    def world_size(self) -> int:
+        """Ranks in the exchange."""
+        return len(self.splits)
+
+    def sent_before(self, i: int, j: int) -> int:
+        """First row of rank ``i``'s input that goes to rank ``j`` (the sum of ``splits[i][:j]``)."""
+        return sum(self.splits[i][:j])
+
+    def received_before(self, i: int, j: int) -> int:
+        """First row of rank ``j``'s output that comes from rank ``i`` (the sum of ``splits[:i][j]``)."""
+        return sum(row[j] for row in self.splits[:i])
+
+
+@dataclass(frozen=True)
 class CollectiveCall:
     """One collective call as an algorithm sees it.
 
     ``collective`` (``"all_reduce"``, ``"broadcast"``, ``"all_gather"``,
-    ``"reduce_scatter"`` or ``"barrier"``), ``world_size`` ranks (one per
-    SIP), the calling ``rank``, ``n_elem`` values per shard (of the input;
-    of the output for ``reduce_scatter``), the cube mesh the
-    shards span (``cube_w x cube_h``; ``1 x 1`` for a tensor on one cube), the
-    SIP topology strategy, the ranks' grid ``sip_grid = (rows, cols)`` and,
-    for ``broadcast``, the source rank ``src``.
+    ``"reduce_scatter"``, ``"all_to_all"`` or ``"barrier"``), ``world_size``
+    ranks (one per SIP), the calling ``rank``, ``n_elem`` values per shard (of
+    the input; of the output for ``reduce_scatter``; of the input's first
+    shard for ``all_to_all``), the cube mesh the shards span (``cube_w x
+    cube_h``; ``1 x 1`` for a tensor on one cube), the SIP topology strategy,
+    the ranks' grid ``sip_grid = (rows, cols)``, for ``broadcast`` the source
+    rank ``src`` and for ``all_to_all`` every rank's split sizes and row
+    layout (``split_table``).
     """
 
     collective: str
@@ -49,6 +88,7 @@ class CollectiveCall:
     sip_topology: SipTopology
     sip_grid: tuple[int, int]
     src: int | None = None  # broadcast: the source rank
+    split_table: SplitTable | None = None  # all_to_all: sizes of every rank, decided on the host
 
 
 @dataclass(frozen=True)
@@ -58,11 +98,16 @@ class LaunchSpec:
     ``tensor`` names the kernel parameter that receives the collective's
     tensor (its shards decide the PEs the kernel runs on); ``kwargs`` holds
     every other argument by parameter name (kept as a read-only copy).
+    ``workspace`` names kernel parameters that receive a scratch tensor the
+    backend allocates for the call and frees after it: parameter name ->
+    rows (of the tensor's columns and dtype) on every PE the kernel runs on;
+    a parameter asking for 0 rows receives ``None``.
     """
 
     kernel: Callable
     kwargs: Mapping[str, object] = field(default_factory=dict)
     tensor: str = "t"
+    workspace: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not callable(self.kernel):
@@ -72,6 +117,15 @@ class LaunchSpec:
         if self.tensor in self.kwargs:
             raise LaunchSpecError(f"LaunchSpec: {self.tensor!r} receives the tensor; do not pass it in kwargs too")
         object.__setattr__(self, "kwargs", MappingProxyType(dict(self.kwargs)))
+        if not isinstance(self.workspace, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                for k, v in self.workspace.items()):
+            raise LaunchSpecError("LaunchSpec: workspace must map kernel parameter names to row counts >= 0")
+        clash = sorted(set(self.workspace) & ({self.tensor} | set(self.kwargs)))
+        if clash:
+            raise LaunchSpecError(f"LaunchSpec: {', '.join(map(repr, clash))} receive(s) a workspace tensor; do "
+                                  f"not pass them as the tensor or in kwargs too")
+        object.__setattr__(self, "workspace", MappingProxyType(dict(self.workspace)))
 
     @property
     def kernel_name(self) -> str:
@@ -79,8 +133,8 @@ class LaunchSpec:
 
     def arguments(self, tensor: object, extra: Mapping[str, object] | None = None) -> tuple:
         """The kernel's arguments after ``tl``, in its parameter order: ``tensor``, ``kwargs`` and the backend's
-        ``extra`` arguments (``out``: the output tensor of ``all_gather`` and ``reduce_scatter``) bound by
-        name."""
+        ``extra`` arguments (``out``: the output tensor of ``all_gather``, ``reduce_scatter`` and
+        ``all_to_all``; the ``workspace`` tensors) bound by name."""
         extra = dict(extra or {})
         try:
             sig = inspect.signature(self.kernel)
