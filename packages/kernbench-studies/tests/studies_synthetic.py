@@ -49,18 +49,28 @@ def _gemm_values(p: dict) -> dict:
 
 def _allreduce_values(p: dict) -> dict:
     topo = p["topology"].removeprefix("6sip_2x3_").removesuffix(".yaml")
+    one_way = p.get("schedule") == "one_way"
+    one_cube = p.get("cube_mesh") == "1x1"
     steps = {"ring_1d": 1.2, "torus_2d": 1.0, "mesh_2d_no_wrap": 1.15}[topo]
+    if one_way:  # the one-way exchange: the mesh loses to the ring at every payload
+        steps = {"ring_1d": 1.25, "torus_2d": 1.05, "mesh_2d_no_wrap": 1.3}[topo]
     kind = {"tcm": 1.0, "sram": 1.3, "hbm": 1.31}[p["buffer_kind"]]
     chan = p["hbm_channel_gbs"] or 16.0
     if p["buffer_kind"] == "hbm":
         kind = 1.0 + 0.31 * 16.0 / chan
     b = p["bytes_per_pe"]
-    t = steps * (2000.0 + 0.35 * b * kind)
+    t = steps * (2000.0 + 0.35 * b * kind) * (0.5 if one_cube else 1.0)
     model = 0.94 * t
+    sip = 0.0 if one_cube else 0.4 * t / steps  # the SIP-internal phases do not depend on the topology
+    exchange = {"ring_1d": (3, 5), "torus_2d": (2, 3), "mesh_2d_no_wrap": (3, 4)}[topo]
+    if one_way:
+        exchange = {"ring_1d": (5, 5), "torus_2d": (3, 3), "mesh_2d_no_wrap": (6, 3)}[topo]
     out = {"sip_topology": topo, "sips": 6, "channel_gbs": chan, "allreduce_ns": t, "model_ns": model,
            "model_alpha_ns": 0.94 * steps * 2000.0, "model_beta_ns_per_b": 0.94 * steps * 0.35 * kind,
            "model_error": -0.06, "model_message_ns": 0.4 * model, "model_accumulate_ns": 0.5 * model,
-           "messages": 10, "accumulates": 7, "ipcq_messages": 198, "events": 1000 + b // 16}
+           "messages": 10, "accumulates": 7, "exchange_messages": exchange[0], "exchange_accumulates": exchange[1],
+           "reduce_ns": 0.6 * sip, "exchange_ns": t - sip, "broadcast_ns": 0.4 * sip, "ipcq_messages": 198,
+           "events": 1000 + b // 16}
     if p.get("link_stats"):
         out.update(_links_values(p, 1.04 * t))
     return out

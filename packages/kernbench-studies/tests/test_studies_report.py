@@ -92,7 +92,7 @@ def test_figures_are_deterministic_and_undated(synthetic, tmp_path):
     doc = synthetic.synthetic_doc("allreduce")
     a = render_study(doc, tmp_path / "a", topology_dir=TOPOLOGIES)
     b = render_study(copy.deepcopy(doc), tmp_path / "b", topology_dir=TOPOLOGIES)
-    assert [p.name for p in a] == [p.name for p in b] and len(a) == 12  # 3 curves + 3 heatmaps, SVG and PDF
+    assert [p.name for p in a] == [p.name for p in b] and len(a) == 14  # 4 curves + 3 heatmaps, SVG and PDF
     for pa, pb in zip(a, b, strict=True):
         assert pa.read_bytes() == pb.read_bytes(), pa.name
     svg = (tmp_path / "a" / "allreduce_topologies.svg").read_text()

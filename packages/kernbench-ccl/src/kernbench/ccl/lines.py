@@ -44,6 +44,27 @@ def reduce_line(tl, acc, buf, pos: int, n: int, root: int, east: str, west: str)
             accumulate(tl, acc, buf)
 
 
+def unfold_line(tl, acc, pos: int, n: int, root: int, east: str, west: str) -> None:
+    """Copy ``acc`` from position ``root`` to every position of a line of ``n`` (no wrap-around): the reverse of
+    :func:`reduce_line`, each position passing it on away from the root. ``east``/``west`` name the
+    directions towards higher and lower positions, as in :func:`reduce_line`."""
+    if n == 1:
+        return
+    if pos == root:
+        if pos > 0:
+            tl.send(west, acc)
+        if pos < n - 1:
+            tl.send(east, acc)
+    elif pos < root:
+        tl.recv(east, out=acc)
+        if pos > 0:
+            tl.send(west, acc)
+    else:
+        tl.recv(west, out=acc)
+        if pos < n - 1:
+            tl.send(east, acc)
+
+
 def broadcast_line(tl, buf, pos: int, n: int, root: int, wrap: bool, east: str, west: str, shape=None,
                    dtype: str = "float16"):
     """Copy ``buf`` of position ``root`` to every position; returns the (received) buffer. With wrap-around

@@ -36,12 +36,22 @@ Left out, so the measurement may differ: contention between concurrent
 messages on shared links and on the sender's single comm write channel
 (two sends in one exchange step serialise), the descriptor-size part of the
 dispatch cost, and the look-ahead of lazy loads.
+
+The study's schedule ablation runs a one-way exchange instead
+(:mod:`kernbench.studies.allreduce_oneway`); :func:`predict` takes its step
+counts from :func:`one_way_steps` when asked for ``schedule="one_way"``.
+
+:func:`fit_alpha_beta` is the other way round: a least-squares line
+``T(N) = α + βN`` through measured points, with its residuals.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from kernbench.ccl.neighbours import sip_grid, sip_strategy
 from kernbench.studies.routes import read_route, write_route
@@ -55,7 +65,8 @@ ITEMSIZE = 2  # f16
 class AllReduceModel:
     """The model's prediction for one payload ``N``: ``total_ns``, its latency part ``alpha_ns = T(0)`` and
     per-byte part ``beta_ns_per_byte = (T(N) − T(0)) / N``, the step counts on the critical path, and the time
-    its messages and its accumulates take (ns)."""
+    its messages and its accumulates take (ns). ``exchange_messages`` and ``exchange_accumulates`` are the part
+    of ``messages`` and ``accumulates`` spent in the exchange between SIPs (its serial steps are its messages)."""
 
     total_ns: float
     alpha_ns: float
@@ -64,6 +75,8 @@ class AllReduceModel:
     accumulates: int
     message_ns: float
     accumulate_ns: float
+    exchange_messages: int = 0
+    exchange_accumulates: int = 0
 
 
 def exchange_steps(n: int, wrap: bool) -> list[int]:
@@ -81,6 +94,19 @@ def exchange_steps(n: int, wrap: bool) -> list[int]:
         if busiest:
             out.append(busiest)
     return out
+
+
+def one_way_steps(n: int, wrap: bool) -> list[int]:
+    """Accumulates of the busiest rank in each step of the one-way exchange over ``n`` ranks: around a ring
+    ``n − 1`` steps of one message and one accumulate each; along a line without wrap-around ``n − 1`` steps
+    reducing towards its east end, then ``n − 1`` message-only steps broadcasting back."""
+    if n == 1:
+        return []
+    return [1] * (n - 1) if wrap else [1] * (n - 1) + [0] * (n - 1)
+
+
+#: The exchange schedules :func:`predict` knows: the shipped algorithm's, and the study's one-way ablation.
+SCHEDULES = {"lrab": exchange_steps, "one_way": one_way_steps}
 
 
 def _slot_node(kind: str, sip: int, cube: int, pe: int) -> str:
@@ -123,7 +149,7 @@ class _Terms:
             per_byte = 1 / min(self.b_r, self.b_w) + 1 / min(wr.link_gbs, slot_bw) + 1 / min(rd.link_gbs, out_bw)
             return fixed, per_byte
 
-        self.m_intra = message((0, neighbour), (0, root))
+        self.m_intra = message((0, neighbour), (0, root)) if w * h > 1 else (0.0, 0.0)  # one cube: no intra message
         self.m_inter = message((1, root), (0, root)) if spec.system.sips.count > 1 else (0.0, 0.0)
         dma, tcm, hbm = (nm.pe_block(0, root, 0, "pe_dma"), nm.pe_block(0, root, 0, "pe_tcm"),
                          nm.hbm_ctrl(0, root, 0))
@@ -135,8 +161,11 @@ class _Terms:
         return math.ceil(nbytes / ITEMSIZE / self.spec.pe.math_lanes) / self.spec.pe.clock_ghz
 
 
-def predict(graph: TopologyGraph, nbytes: int, kind: str) -> AllReduceModel:
-    """The model's all-reduce latency for ``nbytes`` per PE with receive rings of ``kind`` on ``graph``."""
+def predict(graph: TopologyGraph, nbytes: int, kind: str, schedule: str = "lrab") -> AllReduceModel:
+    """The model's all-reduce latency for ``nbytes`` per PE with receive rings of ``kind`` on ``graph``, the
+    SIPs exchanging by ``schedule`` (a key of :data:`SCHEDULES`)."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"unknown exchange schedule {schedule!r}; use one of {', '.join(SCHEDULES)}")
     t = _Terms(graph, kind)
     spec = graph.spec
     world = spec.system.sips.count
@@ -147,8 +176,11 @@ def predict(graph: TopologyGraph, nbytes: int, kind: str) -> AllReduceModel:
     copies = 0
     if world > 1:
         rows, cols = sip_grid(spec, world, topo)
-        phases = [exchange_steps(n, wrap) for n, wrap in topo.exchange_lines(rows, cols)]
-        copies = sum(1 for p in phases if p)
+        lines = topo.exchange_lines(rows, cols)
+        phases = [SCHEDULES[schedule](n, wrap) for n, wrap in lines]
+        # the root copies its sum once per exchange phase (lrab), or once per phase around a ring (one-way)
+        copies = sum(1 for p, (_, wrap) in zip(phases, lines, strict=True)
+                     if p and (schedule == "lrab" or wrap))
     inter_msgs = sum(len(p) for p in phases)
     inter_accs = sum(sum(p) for p in phases)
     intra_msgs = 2 * (k_row + k_col)   # reduction and broadcast
@@ -168,4 +200,33 @@ def predict(graph: TopologyGraph, nbytes: int, kind: str) -> AllReduceModel:
     alpha = parts(0)[0]
     value, messages, accumulates = parts(nbytes)
     return AllReduceModel(value, alpha, (value - alpha) / nbytes, intra_msgs + inter_msgs, accs, messages,
-                          accumulates)
+                          accumulates, inter_msgs, inter_accs)
+
+
+@dataclass(frozen=True)
+class LineFit:
+    """A least-squares line ``T(N) = alpha_ns + beta_ns_per_byte · N`` through measured points, and how far
+    each point lies from it: ``residuals`` are relative, ``(fit − measured) / measured``, in the points' order;
+    ``max_rel`` is the largest of their magnitudes and ``rms_rel`` their root mean square."""
+
+    alpha_ns: float
+    beta_ns_per_byte: float
+    residuals: tuple[float, ...]
+    max_rel: float
+    rms_rel: float
+
+
+def fit_alpha_beta(nbytes: Sequence[float], measured_ns: Sequence[float]) -> LineFit:
+    """Fit ``T(N) = α + βN`` to ``measured_ns`` at payloads ``nbytes`` by ordinary least squares
+    (``numpy.linalg.lstsq`` on the absolute latencies); at least two distinct payloads, positive latencies."""
+    n = np.asarray(nbytes, dtype=float)
+    t = np.asarray(measured_ns, dtype=float)
+    if n.shape != t.shape or n.ndim != 1 or len(np.unique(n)) < 2:
+        raise ValueError("fit_alpha_beta: need one latency per payload and at least two distinct payloads")
+    if not (np.all(np.isfinite(t)) and np.all(t > 0)):
+        raise ValueError("fit_alpha_beta: latencies must be positive and finite")
+    design = np.column_stack([np.ones_like(n), n])
+    (alpha, beta), *_ = np.linalg.lstsq(design, t, rcond=None)
+    rel = (design @ np.array([alpha, beta]) - t) / t
+    return LineFit(float(alpha), float(beta), tuple(float(r) for r in rel), float(np.max(np.abs(rel))),
+                   float(np.sqrt(np.mean(rel ** 2))))

@@ -33,7 +33,7 @@ Module contract (``kernbench.ccl``'s backend, :mod:`kernbench.ccl.launch_spec`):
 from __future__ import annotations
 
 from kernbench.ccl.launch_spec import CollectiveCall, LaunchSpec
-from kernbench.ccl.lines import accumulate, reduce_line
+from kernbench.ccl.lines import accumulate, reduce_line, unfold_line
 from kernbench.topology.sip_topologies import SipTopology
 
 #: the kernel's ``sip_wrap`` scalar: bit 0 set when E/W wrap around along a row of the SIP grid, bit 1 when N/S
@@ -59,26 +59,6 @@ def launch_spec(call: CollectiveCall) -> LaunchSpec:
     return LaunchSpec(lrab_hierarchical_allreduce, tensor="t", kwargs={
         "n_elem": call.n_elem, "cube_w": call.cube_w, "cube_h": call.cube_h, "n_sips": call.world_size,
         "sip_rank": call.rank, "sip_wrap": sip_wrap(call.sip_topology), "sip_topo_w": cols, "sip_topo_h": rows})
-
-
-def _broadcast_line(tl, acc, pos: int, n: int, root: int, toward_root: str, away: str) -> None:
-    """Broadcast ``acc`` from position ``root`` to a line of ``n`` cubes (the reverse of
-    :func:`~kernbench.ccl.lines.reduce_line`)."""
-    if n == 1:
-        return
-    if pos == root:
-        if pos > 0:
-            tl.send(away, acc)
-        if pos < n - 1:
-            tl.send(toward_root, acc)
-    elif pos < root:
-        tl.recv(toward_root, out=acc)
-        if pos > 0:
-            tl.send(away, acc)
-    else:
-        tl.recv(away, out=acc)
-        if pos < n - 1:
-            tl.send(toward_root, acc)
 
 
 def _exchange(tl, acc, bufs, pos: int, n: int, wrap: bool, east: str, west: str) -> None:
@@ -132,8 +112,8 @@ def lrab_hierarchical_allreduce(tl, t, n_elem: int, cube_w: int, cube_h: int, n_
         _exchange(tl, acc, bufs, col, sip_topo_w, bool(sip_wrap & WRAP_ROWS), "global_E", "global_W")
         _exchange(tl, acc, bufs, row, sip_topo_h, bool(sip_wrap & WRAP_COLS), "global_S", "global_N")
     if cx == rx:
-        _broadcast_line(tl, acc, cy, cube_h, ry, "S", "N")
-    _broadcast_line(tl, acc, cx, cube_w, rx, "E", "W")
+        unfold_line(tl, acc, cy, cube_h, ry, "S", "N")
+    unfold_line(tl, acc, cx, cube_w, rx, "E", "W")
     tl.store(t, acc)
 
 

@@ -1,4 +1,5 @@
-"""All-reduce study figures: latency vs payload per topology and per buffer kind, and the HBM sensitivity panel."""
+"""All-reduce study figures: latency vs payload per topology and per buffer kind, the HBM sensitivity panel, and
+the two ablations that say why the topologies order as they do."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from kernbench.studies.figures.common import (
     topology_color,
 )
 from kernbench.studies.results import select
-from kernbench.topology.sip_topologies import TORUS_2D
+from kernbench.topology.sip_topologies import MESH_2D_NO_WRAP, RING_1D, TORUS_2D
 
 COMMAND = "kernbench study allreduce"
 KINDS = ("tcm", "sram", "hbm")
@@ -120,6 +121,55 @@ def draw_sensitivity(doc: dict):
     return fig
 
 
+#: The runs the ablation figure compares: panel, legend label, colour, marker.
+ABLATIONS = (
+    ("topology", "shipped exchange, full cube mesh per SIP", "#333333", "o"),
+    ("exchange_only", "shipped exchange, one cube per SIP", "#e6ab02", "s"),
+    ("schedule", "one-way exchange, full cube mesh per SIP", "#66a61e", "^"),
+)
+
+
+def draw_ablation(doc: dict):
+    """(a) Ring latency over mesh latency against the payload, for the topology panel and its two ablations;
+    (b) the exchange between SIPs of each topology beside the reduction and broadcast inside the SIPs (the same
+    for all three), measured in the topology panel."""
+    fig, (ax, bx) = new_figure(6.4, 3.1, ncols=2)
+    payloads = []
+    for panel, label, color, marker in ABLATIONS:
+        ring = select(doc, panel=panel, sip_topology=RING_1D.name)
+        mesh = select(doc, panel=panel, sip_topology=MESH_2D_NO_WRAP.name)
+        if not ring or not mesh:
+            continue
+        payloads = [r["bytes_per_pe"] for r in ring]
+        ax.plot(payloads, [r["allreduce_ns"] / m["allreduce_ns"] for r, m in zip(ring, mesh, strict=True)],
+                f"{marker}-", color=color, markersize=3.5, markerfacecolor="none", label=label)
+    ax.axhline(1.0, color="#999999", linewidth=0.8, zorder=0)
+    _payload_axis(ax, payloads)
+    ax.set_ylabel("ring latency / mesh latency (ratio)")
+    ax.set_title("(a) below the grey line the ring is faster", loc="left")
+    for i, topo in enumerate(TOPOLOGY_ORDER):
+        rows = select(doc, panel="topology", sip_topology=topo)
+        if rows:
+            bx.plot([r["bytes_per_pe"] for r in rows], [r["exchange_ns"] / 1e3 for r in rows],
+                    f"{MARKERS[i % len(MARKERS)]}-", color=topology_color(topo), markersize=3.5,
+                    markerfacecolor="none", label=f"{topo}: exchange")
+    torus = select(doc, panel="topology", sip_topology=TORUS_2D.name)
+    bx.plot([r["bytes_per_pe"] for r in torus], [(r["reduce_ns"] + r["broadcast_ns"]) / 1e3 for r in torus], "--",
+            color="#666666", linewidth=1.2, label="inside the SIPs (every topology)")
+    _payload_axis(bx, payloads)
+    _log_latency(bx)
+    bx.set_ylabel("time (µs, log scale)")
+    bx.set_title("(b) where the time goes", loc="left")
+    fig.tight_layout(rect=(0, 0.17, 1, 1))
+    handles, labels = [], []
+    for a in (ax, bx):
+        h, lab = a.get_legend_handles_labels()
+        handles += h
+        labels += lab
+    fig.legend(handles, labels, ncols=2, loc="lower center", bbox_to_anchor=(0.5, 0.0), frameon=False, fontsize=7)
+    return fig
+
+
 FIGURES = (
     FigureSpec("allreduce_topologies", "allreduce",
                "All-reduce latency over six SIPs against the payload per PE for the three logical SIP topologies, "
@@ -132,4 +182,11 @@ FIGURES = (
                "Sensitivity panel: all-reduce latency per buffer kind as the HBM pseudo-channel bandwidth is raised "
                "(a spec override of the torus topology), measured (solid) and modelled (dashed).",
                COMMAND, draw_sensitivity),
+    FigureSpec("allreduce_ablation", "allreduce",
+               "Why the topologies order as they do. (a) Ring latency over mesh latency by payload per PE, with "
+               "the shipped exchange between SIPs and each SIP's full cube mesh (the topology panel), with one cube "
+               "per SIP (so the all-reduce is the exchange alone), and with a one-way exchange that takes more "
+               "serial steps on the mesh than on the ring. (b) The exchange between SIPs of each topology beside "
+               "the reduction and broadcast inside the SIPs, measured in the topology panel: only the exchange "
+               "depends on the topology.", COMMAND, draw_ablation),
 )

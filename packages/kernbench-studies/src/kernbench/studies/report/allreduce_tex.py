@@ -1,9 +1,21 @@
-"""The all-reduce section's generated numbers, claims and tables, from the allreduce study's ``results.json``."""
+"""The all-reduce section's generated numbers, claims and tables, from the allreduce study's ``results.json``.
+
+Besides the panels' numbers it generates the fitted α–β line of every topology (a least-squares fit over the
+measured points, :func:`kernbench.studies.allreduce_model.fit_alpha_beta`) and the section's "Differences from the
+reference" table: each row a result of the earlier report (its macro in ``tex/reference/seed-claims.tex``), ours,
+the mechanism behind the difference and the ablation run that shows it, every number a macro made here from the
+results or there from the earlier report.
+"""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernbench.studies.allreduce_model import fit_alpha_beta
 from kernbench.studies.report import allreduce_links_tex
-from kernbench.studies.report.numbers import Numbers, fixed, sig
+from kernbench.studies.report.numbers import Numbers, fixed, sig, tex_escape
 from kernbench.studies.report.tables import TableData
 from kernbench.studies.results import select
 from kernbench.topology.sip_topologies import MESH_2D_NO_WRAP, RING_1D, SHIPPED, TORUS_2D
@@ -11,12 +23,30 @@ from kernbench.topology.sip_topologies import MESH_2D_NO_WRAP, RING_1D, SHIPPED,
 #: SIP topology -> the tag in macro names (its strategy's label, capitalised: Ring, Torus, Mesh)
 TOPOLOGIES = {t.name: t.label.capitalize() for t in SHIPPED}
 KINDS = {"tcm": "Tcm", "sram": "Sram", "hbm": "Hbm"}
-#: The earlier report's all-reduce figures (../shared/seeds/extracted/docs/report/1H-codesign-paper/sections/
-#: 04-allreduce.tex), typeset by tex/reference/seed-claims.tex: torus latency at its largest payload (ns), how
-#: much faster the torus was than mesh and ring there, and TCM/HBM/SRAM ring latencies at 64 KiB per PE (ns).
-SEED_TORUS_MAX_NS = 28840.0
-SEED_TORUS_VS = {"mesh": 0.25, "ring": 0.19}
-SEED_KINDS_NS = {"tcm": 19865.0, "hbm": 23081.0, "sram": 32201.0}
+SRC = "out/studies/allreduce/results.json"
+#: The earlier report's claims, typeset by this file (the only place its numbers are written down).
+SEED_CLAIMS = Path(__file__).with_name("tex") / "reference" / "seed-claims.tex"
+_SEED = re.compile(r"^\\newcommand\{\\(seed[A-Za-z]+)\}\{(.*)\}\s*(?:%.*)?$")
+_LEADING_NUMBER = re.compile(r"^\s*(\d+(?:\.\d+)?)")
+
+
+def seed_claims(path: Path = SEED_CLAIMS) -> dict[str, str]:
+    """Macro name -> LaTeX body of every ``\\seed…`` macro of the earlier report's claims file."""
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        m = _SEED.match(line.strip())
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def seed_number(name: str, claims: dict[str, str] | None = None) -> float:
+    """The number a ``\\seed…`` macro starts with (``28.8\\,\\textmu{}s`` -> 28.8)."""
+    body = (claims or seed_claims())[name]
+    m = _LEADING_NUMBER.match(body)
+    if m is None:
+        raise ValueError(f"{SEED_CLAIMS}: \\{name} = {body!r} does not start with a number")
+    return float(m.group(1))
 
 
 def _size(nbytes: int) -> str:
@@ -25,7 +55,7 @@ def _size(nbytes: int) -> str:
 
 def generate(doc: dict, nums: Numbers) -> tuple[dict[str, str], dict[str, str]]:
     """Add the all-reduce numbers to ``nums``; return (claims name -> LaTeX, generated file name -> text)."""
-    src = "out/studies/allreduce/results.json"
+    src = SRC
     topo = {t: select(doc, panel="topology", sip_topology=t) for t in TOPOLOGIES}
     kinds = {k: select(doc, panel="buffer_kind", buffer_kind=k) for k in KINDS}
     sens = {k: select(doc, panel="sensitivity", buffer_kind=k) for k in KINDS}
@@ -113,15 +143,18 @@ def generate(doc: dict, nums: Numbers) -> tuple[dict[str, str], dict[str, str]]:
         nums.plain("kbArHbmBeatsSramAt", cross, f"{src}: lowest channel_gbs where hbm beats sram", "GB/s")
         claims["kbClaimHbmSram"] = (r"HBM rings overtake SRAM rings from \kbArHbmBeatsSramAt{} per pseudo-channel "
                                     r"onwards")
+    seeds = seed_claims()
+    seed_vs = {"ring": seed_number("seedArTorusVsRing", seeds) / 100,
+               "mesh": seed_number("seedArTorusVsMesh", seeds) / 100}
     gaps = {"ring": 1 - torus[-1]["allreduce_ns"] / ring[-1]["allreduce_ns"],
             "mesh": 1 - torus[-1]["allreduce_ns"] / mesh[-1]["allreduce_ns"]}
-    smaller = all(gaps[k] < SEED_TORUS_VS[k] for k in gaps)
-    larger = all(gaps[k] > SEED_TORUS_VS[k] for k in gaps)
-    longer = torus[-1]["allreduce_ns"] > SEED_TORUS_MAX_NS
+    smaller = all(gaps[k] < seed_vs[k] for k in gaps)
+    larger = all(gaps[k] > seed_vs[k] for k in gaps)
+    longer = torus[-1]["allreduce_ns"] > 1e3 * seed_number("seedArTorusMax", seeds)
     gap_word = "smaller" if smaller else "larger" if larger else "mixed"
     claims["kbClaimArVsSeed"] = (f"our gaps are {gap_word}" if gap_word != "mixed" else "our gaps differ") + \
         (" and our latencies longer" if longer else " and our latencies shorter")
-    seed_order = sorted(SEED_KINDS_NS, key=SEED_KINDS_NS.get)
+    seed_order = seed_kind_order(seeds)
     ours = sorted(KINDS, key=lambda k: at[k]["allreduce_ns"])
     if ours == seed_order:
         claims["kbClaimKindsVsSeed"] = "the same order as ours"
@@ -131,12 +164,257 @@ def generate(doc: dict, nums: Numbers) -> tuple[dict[str, str], dict[str, str]]:
     else:
         claims["kbClaimKindsVsSeed"] = f"a different winner ({seed_order[0].upper()})"
     claims.update(allreduce_links_tex.generate(doc, nums))
-    files = {f"tab-{t.label.removeprefix('tab:')}.tex": t.latex() for t in tables(doc)}
+    claims.update(_fit_numbers(doc, nums))
+    claims.update(_ablation_numbers(doc, nums, seeds))
+    diff = differences(doc, claims, seeds)
+    files = {f"tab-{t.label.removeprefix('tab:')}.tex": t.latex() for t in _panel_tables(doc)}
+    files[f"tab-{diff.label.removeprefix('tab:')}.tex"] = diff.latex()
     return claims, files
 
 
+def seed_kind_order(seeds: dict[str, str]) -> list[str]:
+    """The earlier report's receive-ring memories at 64 KiB per PE, fastest first."""
+    latency = {k: seed_number(f"seedAr{tag}", seeds) for k, tag in KINDS.items()}
+    return sorted(latency, key=latency.get)
+
+
+def _ratio(nums: Numbers, name: str, value: float, source: str) -> None:
+    nums.add(name, fixed(value, 2), r"$\times$", source)
+
+
+def _fit_numbers(doc: dict, nums: Numbers) -> dict[str, str]:
+    """α and β of every topology fitted by least squares to its measured latencies, and the residuals."""
+    fits = {}
+    for t, tag in TOPOLOGIES.items():
+        rows = select(doc, panel="topology", sip_topology=t)
+        fit = fit_alpha_beta([r["bytes_per_pe"] for r in rows], [r["allreduce_ns"] for r in rows])
+        fits[t] = fit
+        src = f"{SRC}: least-squares fit of allreduce_ns against bytes_per_pe, {t}, topology panel"
+        nums.us(f"kbAr{tag}FitAlpha", fit.alpha_ns, src)
+        nums.plain(f"kbAr{tag}FitBeta", fit.beta_ns_per_byte, src, "ns/B")
+        nums.pct(f"kbAr{tag}FitMax", fit.max_rel, f"{src}: largest |fit - measured| / measured")
+        nums.pct(f"kbAr{tag}FitRms", fit.rms_rel, f"{src}: root mean square of (fit - measured) / measured")
+    worst = max(fits, key=lambda t: fits[t].max_rel)
+    nums.pct("kbArFitMaxAll", fits[worst].max_rel, f"{SRC}: largest relative residual of the three fits ({worst})")
+    return {}
+
+
+def _faster(a: list[dict], b: list[dict]) -> list[int]:
+    """Payloads at which series ``a`` is faster than series ``b`` (rows in payload order)."""
+    return [x["bytes_per_pe"] for x, y in zip(a, b, strict=True) if x["allreduce_ns"] < y["allreduce_ns"]]
+
+
+#: How close (as a ratio) one of our torus advantages must come to the earlier report's to be called "close".
+CLOSE = 0.05
+
+
+def _ablation_numbers(doc: dict, nums: Numbers, seeds: dict[str, str]) -> dict[str, str]:
+    """The numbers of the differences table and of the paragraph on the two ablations."""
+    claims = {}
+    panels = {"": "topology", "Ex": "exchange_only", "Ow": "schedule"}
+    series = {p: {t: select(doc, panel=panel, sip_topology=t) for t in TOPOLOGIES} for p, panel in panels.items()}
+    for p, panel in panels.items():
+        ring, torus, mesh = (series[p][t.name] for t in (RING_1D, TORUS_2D, MESH_2D_NO_WRAP))
+        where = f"{SRC}: allreduce_ns, {panel} panel"
+        _ratio(nums, f"kbAr{p}TorusOverRingSmall", ring[0]["allreduce_ns"] / torus[0]["allreduce_ns"],
+               f"{where}: ring_1d / torus_2d at the smallest payload")
+        _ratio(nums, f"kbAr{p}TorusOverMeshSmall", mesh[0]["allreduce_ns"] / torus[0]["allreduce_ns"],
+               f"{where}: mesh_2d_no_wrap / torus_2d at the smallest payload")
+        for t, tag in TOPOLOGIES.items():
+            rows = series[p][t]
+            if p != "Ex":  # one cube per SIP changes nothing between SIPs: the same steps as the topology panel
+                nums.count(f"kbAr{p}{tag}ExSteps", rows[0]["exchange_messages"],
+                           f"{SRC}: exchange_messages {t}, {panel} panel")
+                nums.count(f"kbAr{p}{tag}ExAccs", rows[0]["exchange_accumulates"],
+                           f"{SRC}: exchange_accumulates {t}, {panel} panel")
+        if p:
+            faster = _faster(ring, mesh)
+            payloads = [r["bytes_per_pe"] for r in ring]
+            gaps = [y["allreduce_ns"] / x["allreduce_ns"] - 1 for x, y in zip(ring, mesh, strict=True)]
+            if faster:
+                nums.pct(f"kbAr{p}RingLeadMax", max(gaps), f"{where}: largest mesh / ring - 1")
+            if len(faster) < len(ring):
+                nums.pct(f"kbAr{p}MeshLeadMax", max(-g for g in gaps), f"{where}: largest 1 - mesh / ring")
+            if not faster:
+                claims[f"kbClaimAr{p}RingMesh"] = rf"the mesh wins at every payload (by up to \kbAr{p}MeshLeadMax)"
+            elif len(faster) == len(ring):
+                claims[f"kbClaimAr{p}RingMesh"] = rf"the ring wins at every payload (by up to \kbAr{p}RingLeadMax)"
+            else:
+                nums.count(f"kbAr{p}RingFasterCount", len(faster),
+                           f"{where}: payloads at which ring_1d beats mesh_2d_no_wrap")
+                nums.text(f"kbAr{p}RingFasterFrom", _size(faster[0]), f"{where}: smallest payload ring_1d beats mesh")
+                nums.text(f"kbAr{p}RingFasterTo", _size(faster[-1]), f"{where}: largest payload ring_1d beats mesh")
+                i = payloads.index(faster[0])
+                where_ring = (rf"from \kbAr{p}RingFasterFrom{{}} to \kbAr{p}RingFasterTo{{}}"
+                              if faster == payloads[i:i + len(faster)]
+                              else rf"at some payloads between \kbAr{p}RingFasterFrom{{}} and "
+                                   rf"\kbAr{p}RingFasterTo{{}}")
+                claims[f"kbClaimAr{p}RingMesh"] = (rf"the ring wins at \kbAr{p}RingFasterCount{{}} payloads, "
+                                                   rf"{where_ring} (by up to \kbAr{p}RingLeadMax), the mesh at the "
+                                                   rf"others (by up to \kbAr{p}MeshLeadMax)")
+    r, m = series[""][RING_1D.name][0], series[""][MESH_2D_NO_WRAP.name][0]
+    if r["exchange_messages"] != m["exchange_messages"]:
+        more = "more" if m["exchange_messages"] > r["exchange_messages"] else "fewer"
+        claims["kbClaimArRingMeshWhy"] = (f"The mesh's exchange takes {more} serial steps than the ring's, which the "
+                                          "model charges at every payload, and contention, which it leaves out, "
+                                          "adds to that")
+    elif r["exchange_accumulates"] != m["exchange_accumulates"]:
+        who = "ring" if r["exchange_accumulates"] > m["exchange_accumulates"] else "mesh"
+        claims["kbClaimArRingMeshWhy"] = (f"With the steps even, what separates the two is the {who}'s extra "
+                                          f"accumulates, which the model charges to the {who} at every payload, and "
+                                          "contention, which it leaves out")
+    else:
+        claims["kbClaimArRingMeshWhy"] = ("With steps and accumulates even, only contention, which the model leaves "
+                                          "out, separates the two")
+    torus = series[""][TORUS_2D.name]
+    small = torus[0]
+    nums.pct("kbArSipShareSmall", (small["reduce_ns"] + small["broadcast_ns"]) / small["allreduce_ns"],
+             f"{SRC}: (reduce_ns + broadcast_ns) / allreduce_ns, torus_2d, smallest payload")
+    nums.ns("kbArReduceSmall", small["reduce_ns"], f"{SRC}: reduce_ns torus_2d, smallest payload", 0)
+    nums.ns("kbArBroadcastSmall", small["broadcast_ns"], f"{SRC}: broadcast_ns torus_2d, smallest payload", 0)
+    # how far the SIP-internal phases of the three topologies lie apart, over every payload (the mechanism says:
+    # not at all, the topology only changes the exchange)
+    spread = max(max(abs(r["reduce_ns"] + r["broadcast_ns"] - (x["reduce_ns"] + x["broadcast_ns"]))
+                     / x["allreduce_ns"] for r in rows)
+                 for x, *rows in zip(*(series[""][t] for t in TOPOLOGIES), strict=True))
+    if spread < 1e-9:
+        claims["kbClaimArSipSame"] = "exactly the same time on all three topologies"
+    else:
+        nums.pct("kbArSipSpread", spread, f"{SRC}: largest difference of reduce_ns + broadcast_ns between two "
+                                          "topologies at one payload / allreduce_ns", 2)
+        claims["kbClaimArSipSame"] = r"the same time on all three topologies (within \kbArSipSpread)"
+    big, low = torus[-1], torus[0]
+    span = big["bytes_per_pe"] - low["bytes_per_pe"]
+    nums.plain("kbArAccNsPerB", (big["model_accumulate_ns"] - low["model_accumulate_ns"]) / big["accumulates"] / span,
+               f"{SRC}: model_accumulate_ns per accumulate and byte, torus_2d, smallest to largest payload", "ns/B")
+    nums.plain("kbArMsgNsPerB", (big["model_message_ns"] - low["model_message_ns"]) / big["messages"] / span,
+               f"{SRC}: model_message_ns per message and byte, torus_2d, smallest to largest payload", "ns/B")
+    ex = {t: rows[0]["exchange_ns"] for t, rows in series[""].items()}
+    _ratio(nums, "kbArExchTorusOverRingSmall", ex[RING_1D.name] / ex[TORUS_2D.name],
+           f"{SRC}: exchange_ns ring_1d / torus_2d, topology panel, smallest payload")
+    _ratio(nums, "kbArExchTorusOverMeshSmall", ex[MESH_2D_NO_WRAP.name] / ex[TORUS_2D.name],
+           f"{SRC}: exchange_ns mesh_2d_no_wrap / torus_2d, topology panel, smallest payload")
+    ex_ring = series["Ex"][RING_1D.name][0]["allreduce_ns"] / series["Ex"][TORUS_2D.name][0]["allreduce_ns"]
+    ex_mesh = series["Ex"][MESH_2D_NO_WRAP.name][0]["allreduce_ns"] / series["Ex"][TORUS_2D.name][0]["allreduce_ns"]
+    close = {k: abs(v / seed_number(f"seedArTorusOver{k}Small", seeds) - 1) <= CLOSE
+             for k, v in (("Ring", ex_ring), ("Mesh", ex_mesh))}
+    said = {True: "close to", False: "against"}
+    claims["kbClaimArDilution"] = (
+        rf"with one cube per SIP the torus's gain over the ring is \kbArExTorusOverRingSmall, {said[close['Ring']]} "
+        rf"the earlier report's \seedArTorusOverRingSmall, and over the mesh \kbArExTorusOverMeshSmall, "
+        rf"{said[close['Mesh']]} its \seedArTorusOverMeshSmall")
+    ow = series["Ow"]
+    errs = [r["model_error"] for rows in ow.values() for r in rows]
+    nums.pct("kbArOwErrLow", min(errs), f"{SRC}: smallest model_error, schedule panel")
+    nums.pct("kbArOwErrHigh", max(errs), f"{SRC}: largest model_error, schedule panel")
+    return claims
+
+
+@dataclass(frozen=True)
+class Differences:
+    """The "Differences from the reference" table: one row per result of the earlier report that ours departs
+    from, each cell LaTeX whose numbers are macros (``\\seed…`` from the earlier report's claims, ``\\kb…`` and
+    claims generated from the results)."""
+
+    label: str
+    caption: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+    def latex(self) -> str:
+        """A full-width table whose text columns wrap (ADR 0040)."""
+        lines = ["% Generated by kernbench report from study results and tex/reference/seed-claims.tex; do not edit.",
+                 r"\begin{table}[tbp]", r"\centering\footnotesize\setlength{\tabcolsep}{4pt}",
+                 rf"\caption{{{tex_escape(self.caption)}}}", rf"\label{{{self.label}}}",
+                 r"\begin{tabularx}{\linewidth}{@{}>{\raggedright\arraybackslash}p{0.15\linewidth}"
+                 r">{\raggedright\arraybackslash}p{0.09\linewidth}>{\raggedright\arraybackslash}p{0.09\linewidth}"
+                 r"LL@{}}",
+                 r"\toprule", " & ".join(tex_escape(h) for h in self.header) + r" \\", r"\midrule"]
+        lines += [" & ".join(row) + r" \\" + (r"\addlinespace" if i < len(self.rows) - 1 else "")
+                  for i, row in enumerate(self.rows)]
+        lines += [r"\bottomrule", r"\end{tabularx}", r"\end{table}", ""]
+        return "\n".join(lines)
+
+    def plain(self, values: dict[str, str]) -> TableData:
+        """The same table as plain text (for the documentation site): every macro replaced by its value from
+        ``values`` (macro name -> LaTeX), then the LaTeX turned into text."""
+        return TableData(self.label, self.caption, list(self.header),
+                         [[latex_to_text(c, values) for c in row] for row in self.rows], "lllll")
+
+
+_MACRO = re.compile(r"\\((?:kb|seed)[A-Za-z]+)(?:\{\})?")
+_TEXT = ((r"$\times$", "×"), (r"\textmu{}", "µ"), (r"\,", " "), (r"\%", "%"), ("~", " "), ("--", "–"),
+         (r"\texttt{", ""), ("}", ""), ("{", ""))
+
+
+def latex_to_text(latex: str, values: dict[str, str]) -> str:
+    """``latex`` with every ``\\kb…``/``\\seed…`` macro expanded from ``values`` (recursively) and its LaTeX
+    spellings of ×, µ, spaces and percent signs turned into text."""
+    for _ in range(8):
+        expanded = _MACRO.sub(lambda m: values[m.group(1)], latex)
+        if expanded == latex:
+            break
+        latex = expanded
+    for a, b in _TEXT:
+        latex = latex.replace(a, b)
+    return latex
+
+
+def differences(doc: dict, claims: dict[str, str], seeds: dict[str, str]) -> Differences:
+    """The "Differences from the reference" table of the all-reduce section, from the results (through the
+    macros :func:`generate` defines) and the earlier report's claims. Which words a row uses follows the
+    results too: the mechanism of the ring-versus-mesh row names the serial exchange steps the model counted."""
+    topo = {t: select(doc, panel="topology", sip_topology=t) for t in TOPOLOGIES}
+    ring, mesh = topo[RING_1D.name][0], topo[MESH_2D_NO_WRAP.name][0]
+    steps = ("the same number of serial steps" if ring["exchange_messages"] == mesh["exchange_messages"]
+             else "fewer serial steps" if mesh["exchange_messages"] < ring["exchange_messages"]
+             else "more serial steps")
+    seed_order = " < ".join(k.upper() for k in seed_kind_order(seeds))
+    rows = (
+        (r"Payloads at which the ring beats the mesh",
+         r"\seedArRingFasterCount{} of \seedArPayloads", r"\kbArRingFasterCount{} of \kbArPayloads",
+         rf"Our exchange between SIPs takes {steps} on the mesh as on the ring (\kbArMeshExSteps{{}} against "
+         r"\kbArRingExSteps, the diameter of each), and \kbArMeshExAccs{} accumulates on the mesh's busiest root "
+         r"against \kbArRingExAccs{} on the ring's. The earlier report's ring and mesh gaps over its torus keep a "
+         r"ratio of \seedArGapRatioSmall--\seedArGapRatioLarge{} at every payload, as more serial steps on its "
+         r"mesh than on its ring would.",
+         r"One cube per SIP (the exchange alone): \kbClaimArExRingMesh. One-way exchange (\kbArOwRingExSteps{} "
+         r"steps on the ring, \kbArOwMeshExSteps{} on the mesh, whose extra steps carry no accumulate): "
+         r"\kbClaimArOwRingMesh."),
+        (r"Torus advantage over the ring at \kbArPayloadMin",
+         r"\seedArTorusOverRingSmall", r"\kbArTorusOverRingSmall",
+         r"The reduction inside the SIPs and the broadcast back take \kbClaimArSipSame, \kbArSipShareSmall{} of "
+         r"the torus's latency at \kbArPayloadMin; they dilute the exchange's advantage, which alone is "
+         r"\kbArExchTorusOverRingSmall.",
+         r"One cube per SIP: \kbArExTorusOverRingSmall. One-way exchange: \kbArOwTorusOverRingSmall."),
+        (r"Torus advantage over the mesh at \kbArPayloadMin",
+         r"\seedArTorusOverMeshSmall", r"\kbArTorusOverMeshSmall",
+         r"The same dilution (the exchange alone: \kbArExchTorusOverMeshSmall), and our mesh needs no more "
+         r"exchange steps than our ring (first row).",
+         r"One cube per SIP: \kbArExTorusOverMeshSmall. One-way exchange: \kbArOwTorusOverMeshSmall."),
+        (r"Receive-ring memories at \kbArKindPayload, fastest first",
+         tex_escape(seed_order), r"\kbArKindOrder",
+         r"An HBM ring slot is written and read through the receiving PE's pseudo-channels, together as wide as the "
+         r"SRAM link, and the HBM controller's fixed cost is the larger; so the pseudo-channel bandwidth decides "
+         r"the order of HBM and SRAM.",
+         r"Sensitivity panel: \kbClaimHbmSram."),
+    )
+    return Differences("tab:allreduce-differences", "Differences from the reference (the earlier report): its "
+                       "value, ours, the mechanism behind the difference, and the ablation run of this study that "
+                       "shows it.", ("Result", "Reference", "Ours", "Mechanism", "Shown by"), rows)
+
+
 def tables(doc: dict) -> list[TableData]:
-    """The all-reduce section's tables: by topology, by buffer kind, the sensitivity panel and the links panel."""
+    """The all-reduce section's tables: by topology, the least-squares fits, by buffer kind, the sensitivity
+    panel, the links panel, and the differences from the reference (as plain text)."""
+    nums = Numbers()
+    claims, _ = generate(doc, nums)
+    values = {**seed_claims(), **{n.name: n.tex for n in nums.items.values()}, **claims}
+    return [*_panel_tables(doc), differences(doc, claims, seed_claims()).plain(values)]
+
+
+def _panel_tables(doc: dict) -> list[TableData]:
+    """The tables of the study's panels (every table of the section but the differences)."""
     topo = {t: select(doc, panel="topology", sip_topology=t) for t in TOPOLOGIES}
     kinds = {k: select(doc, panel="buffer_kind", buffer_kind=k) for k in KINDS}
     sens = {k: select(doc, panel="sensitivity", buffer_kind=k) for k in KINDS}
@@ -147,8 +425,23 @@ def tables(doc: dict) -> list[TableData]:
     by_kind = _payload_table(
         kinds, payloads, "tab:allreduce-kinds", "All-reduce latency on the 2×3 torus by payload and by the memory "
         "holding the IPCQ receive rings, measured and α–β model.", str.upper, lambda k: k.upper() + " rings")
-    return [by_topology, by_kind, _sensitivity_table(sens),
-            allreduce_links_tex.table(doc)]
+    return [by_topology, _fit_table(doc), by_kind, _sensitivity_table(sens), allreduce_links_tex.table(doc)]
+
+
+def _fit_table(doc: dict) -> TableData:
+    """α and β fitted to each topology's measurements beside the model's two-point values, with the residuals."""
+    rows = []
+    for t in TOPOLOGIES:
+        pts = select(doc, panel="topology", sip_topology=t)
+        fit = fit_alpha_beta([r["bytes_per_pe"] for r in pts], [r["allreduce_ns"] for r in pts])
+        rows.append([t, sig(fit.alpha_ns / 1e3, 3), sig(fit.beta_ns_per_byte, 3), fixed(100 * fit.max_rel, 1),
+                     fixed(100 * fit.rms_rel, 1), sig(pts[-1]["model_alpha_ns"] / 1e3, 3),
+                     sig(pts[-1]["model_beta_ns_per_b"], 3)])
+    return TableData("tab:allreduce-fit", "α and β fitted by least squares to the measured latencies of each "
+                     "topology (all payloads, TCM rings), the largest and the root-mean-square relative residual of "
+                     "the fit, and the α–β model's own values (α = T(0), β from the largest payload).",
+                     ["topology", "fitted α µs", "fitted β ns/B", "max |residual| %", "RMS residual %",
+                      "model α µs", "model β ns/B"], rows, "lrrrrrr")
 
 
 def _payload_table(series: dict, payloads: list[int], label: str, caption: str, short, group) -> TableData:
