@@ -14,7 +14,7 @@ def test_list_shows_indexed_benches(cli):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].split()[:2] == ["1", "all-gather"]
-    assert any(line.split()[:2] == ["9", "matmul-composite"] for line in lines)
+    assert any(line.split()[:2] == ["10", "matmul-composite"] for line in lines)
 
 
 def test_run_json_contract_and_trace(cli, tmp_path: Path):
@@ -37,7 +37,7 @@ def test_run_json_contract_and_trace(cli, tmp_path: Path):
 
 
 def test_run_on_every_device(cli):
-    proc = cli("run", "--bench", "4", "--device", "all", "--json")  # gemm-single-pe, by index
+    proc = cli("run", "--bench", "5", "--device", "all", "--json")  # gemm-single-pe, by index
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert [d["device"] for d in data] == [0, 1]
@@ -48,7 +48,7 @@ def test_unknown_bench_lists_valid_ones(cli):
     proc = cli("run", "--bench", "no-such-bench")
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0
-    assert "valid benches: 1:all-gather, 2:all-to-all, 3:ccl-allreduce, 4:gemm-single-pe" in proc.stderr
+    assert "valid benches: 1:all-gather, 2:all-to-all, 3:ccl-allreduce, 4:ffn, 5:gemm-single-pe" in proc.stderr
 
 
 def test_bad_device(cli):

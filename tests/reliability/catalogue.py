@@ -246,7 +246,7 @@ CLI_CASES: tuple[CliCase, ...] = (
             files={"topology.yaml": edited(), "ccl.yaml": raw(b"defaults: !!python/name:os.system\n")}),
     # ------------------------------------------------------------------ kernbench run
     CliCase("run-unknown-bench", SEC_RUN, "a bench that does not exist", ("run", "--bench", "nosuch"),
-            "unknown bench 'nosuch'; valid benches: 1:all-gather, 2:all-to-all, 3:ccl-allreduce"),
+            "unknown bench 'nosuch'; valid benches: 1:all-gather, 2:all-to-all, 3:ccl-allreduce, 4:ffn"),
     CliCase("run-superscript-bench", SEC_RUN, "`--bench ²` (a digit to str.isdigit, ValueError before)",
             ("run", "--bench", "²"), "unknown bench '²'"),
     CliCase("run-superscript-device", SEC_RUN, "`--device ²` (ValueError before)",

@@ -17,7 +17,7 @@ def graph():
 
 def test_registered_names():
     names = [b.name for b in discover().benches]
-    assert names == ["all-gather", "all-to-all", "ccl-allreduce", "gemm-single-pe", "gqa-decode",
+    assert names == ["all-gather", "all-to-all", "ccl-allreduce", "ffn", "gemm-single-pe", "gqa-decode",
                      "gqa-decode-single-pe", "gqa-headline", "gqa-prefill", "matmul-composite", "qkv-gemm",
                      "qkv-gemm-multi-pe", "reduce-scatter", "tp-mlp", "va-offset-verify"]
     for b in discover().benches:
@@ -89,7 +89,7 @@ def test_gemm_single_pe_counts(graph, monkeypatch):
 
 def test_unknown_bench():
     with pytest.raises(BenchError, match="valid benches: 1:all-gather, 2:all-to-all, 3:ccl-allreduce, "
-                                         "4:gemm-single-pe"):
+                                         "4:ffn, 5:gemm-single-pe"):
         discover().resolve("nope")
 
 
