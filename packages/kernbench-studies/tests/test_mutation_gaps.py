@@ -7,14 +7,9 @@ import hashlib
 import importlib
 from pathlib import Path
 
-import pytest
-
 from kernbench.studies import cache
-from kernbench.studies.gemm_model import GemmCase, predict
 from kernbench.studies.registry import get_study
 from kernbench.studies.runner import RunOptions, out_dir
-from kernbench.topology import compile_spec, spec_from_dict
-from kernbench.topology import naming as nm
 
 
 def _fresh_digest(modules: tuple[str, ...]) -> str:
@@ -44,38 +39,6 @@ def test_the_source_digest_follows_the_bytes_of_every_file_it_covers(tmp_path, m
     finally:
         cache.source_files.cache_clear()
         cache.source_digest.cache_clear()
-
-
-# --------------------------------------------------------------------------- the GEMM pipeline model
-
-
-@pytest.fixture(scope="module")
-def default_graph():
-    return compile_spec(spec_from_dict({}))
-
-
-def test_one_tile_passes_every_stage_once(default_graph):
-    """A single 32 x 64 x 32 tile: T = d + R + F + G + S + W, nothing paced by the bottleneck (n - 1 = 0).
-
-    From the default constants: F = (32·64 + 64·32)·2 B / 512 GB/s = 16 ns, G = 2·32·32·64 / 8e3 = 16.384 ns,
-    S = 32·32·2 B / 512 GB/s = 4 ns; d is the scheduler-to-DMA link's latency."""
-    st = predict(default_graph, GemmCase(32, 64, 32, "ref_ref", 0, 1 << 20, 2 << 20))
-    assert (st.fetch_ns, st.gemm_ns, st.store_ns) == (pytest.approx(16.0), pytest.approx(16.384), pytest.approx(4.0))
-    d = default_graph.edge(nm.pe_block(0, 0, 0, "pe_scheduler"), nm.pe_block(0, 0, 0, "pe_dma")).latency_ns
-    assert st.read_ns > 0 and st.write_ns > 0
-    assert st.total_ns == pytest.approx(d + st.read_ns + 16.0 + 16.384 + 4.0 + st.write_ns)
-
-
-def test_the_bottleneck_paces_the_tiles_after_the_first(default_graph):
-    """Four K steps of one 32 x 32 output block with both operands in TCM (no reads, d = 0): every tile fetches
-    16 ns and multiplies 16.384 ns; the one store (4 ns) and write-back (W) spread over the 4 tiles, so the
-    per-tile means are S = 1 ns and W / 4. T = F + G + 3 · max(G, W / 4) + 4 + W."""
-    st = predict(default_graph, GemmCase(32, 256, 32, "load_load", 0, 1 << 20, 2 << 20))
-    assert (st.read_ns, st.fetch_ns, st.gemm_ns, st.store_ns) == \
-        (0.0, pytest.approx(16.0), pytest.approx(16.384), pytest.approx(1.0))
-    w = 4 * st.write_ns
-    assert st.total_ns == pytest.approx(16.0 + 16.384 + 3 * max(16.384, w / 4) + 4.0 + w)
-    assert st.compute_bound_ns == pytest.approx(16.0 + 4 * 16.384 + 4.0)
 
 
 # --------------------------------------------------------------------------- where results go

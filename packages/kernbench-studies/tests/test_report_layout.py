@@ -127,14 +127,18 @@ def test_a_source_splits_into_file_field_and_point():
     assert nums.csv_file().splitlines()[1] == r"\kbX,50.0,%,the acceptance band,,"
 
 
-def test_an_empty_outlier_table_is_a_sentence_not_a_table(generated):
+def test_the_gemm_model_error_table_has_a_row_per_series_and_staging_and_no_empty_cells(generated):
+    """The GEMM model's error is reported whatever it is: one row per series and staging, never an empty table,
+    and the claim counts the points inside both bands."""
     _, gen = generated
-    outliers = (gen.tex_dir / "generated" / "tab-gemm-outliers.tex").read_text()
+    errors = (gen.tex_dir / "generated" / "tab-gemm-model-error.tex").read_text()
     claims = (gen.tex_dir / "generated" / "claims.tex").read_text()
-    if r"\begin{table}" not in outliers:
-        assert "every one of the" in claims  # the claim says every point is inside the band
-    else:
-        assert "none" not in outliers
+    assert r"\begin{table}" in errors and "none" not in errors
+    body = errors.split(r"\midrule", 1)[1].split(r"\bottomrule", 1)[0]
+    assert [ln.split(" & ")[0] for ln in body.strip().splitlines()] == [
+        f"{series}, {v}" for series in ("shapes", "tiles") for v in (r"ref\_ref", r"load\_ref", r"load\_load")]
+    assert r"\kbGemmWithinNarrow{}" in claims and r"\kbGemmErrMedian" in claims
+    assert not (gen.tex_dir / "generated" / "tab-gemm-outliers.tex").exists()
 
 
 def test_the_hardware_table_marks_the_fields_the_file_calls_assumed(generated):
