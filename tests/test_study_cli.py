@@ -132,3 +132,21 @@ def test_report_draws_the_heatmaps_from_results_and_refuses_another_topology(tmp
     assert stage == f"report: drawing figures and writing the generated LaTeX into {tmp_path / 'r2' / 'tex'}"
     assert proc.returncode == 2 and error.startswith("kernbench: error: cannot draw the all-reduce heatmap of ring_1d")
     assert not (tmp_path / "r2" / "tex" / "figures" / "allreduce_links_ring.pdf").exists()
+
+
+def test_report_refuses_a_hand_typed_number_in_one_line(tmp_path, synthetic):
+    """The grounding check runs inside `kernbench report`: a number word typed into a section is one error line
+    naming the file and the line, before anything is drawn (exit status 2)."""
+    studies = tmp_path / "studies"
+    synthetic.write_synthetic(studies)
+    source = tmp_path / "tex"
+    shutil.copytree(ROOT / "packages" / "kernbench-studies" / "src" / "kernbench" / "studies" / "report" / "tex",
+                    source)
+    target = source / "sections" / "06-discussion.tex"
+    lines = target.read_text().splitlines()
+    lines[3] = "Over eight shapes, " + lines[3]
+    target.write_text("\n".join(lines) + "\n")
+    proc = _kb("report", "--no-pdf", "--studies", str(studies), "--source", str(source), "--out",
+               str(tmp_path / "r"), cache=tmp_path / "c")
+    _one_line_error(proc, f"{target}:4: hand-typed number word 'eight' in 'Over eight shapes, ")
+    assert not (tmp_path / "r").exists()

@@ -4,7 +4,9 @@
   legend's box (axes legends and figure legends, against every axes of the figure);
 * a log axis has at least :data:`MIN_LOG_LABELS` labelled ticks inside its view;
 * a legend's font is no larger than its axes' label font;
-* every text prints at :data:`MIN_PRINT_PT` or more, at the width the report gives the figure.
+* every text prints at :data:`MIN_PRINT_PT` or more, at the width the report gives the figure;
+* no text (title, axis label, legend, annotation) spells a number as a word (the report's grounding rule,
+  :data:`kernbench.studies.report.grounding.NUMBER_WORD`): a count drawn in a figure is formatted from the data.
 
 Loaded by path from the tests (``--import-mode=importlib``); each check returns a list of problems (empty: fine).
 """
@@ -16,6 +18,8 @@ from matplotlib.collections import LineCollection, PathCollection
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
+
+from kernbench.studies.report.grounding import ALLOWED_PHRASES, NUMBER_WORD
 
 MIN_LOG_LABELS = 3
 MIN_PRINT_PT = 6.0
@@ -202,7 +206,21 @@ def hidden_series(fig, px: float = 1.5) -> list[str]:
     return problems
 
 
+def number_words(fig) -> list[str]:
+    """Texts of ``fig`` that spell a number as a word ("(a) six SIPs"), outside the grounding check's allowed
+    phrases: a count in a figure is formatted from the results or the study's definition, never typed."""
+    problems = []
+    for t in fig.findobj(Text):
+        text = t.get_text()
+        for phrase in ALLOWED_PHRASES:
+            text = text.replace(phrase, "")
+        found = NUMBER_WORD.findall(text) if t.get_visible() else []
+        if found:
+            problems.append(f"text {t.get_text()[:40]!r} spells a number as a word ({', '.join(found)})")
+    return problems
+
+
 def all_problems(fig, width_share: float) -> list[str]:
     """Every problem the checks find in ``fig``."""
     return (legend_overlaps(fig) + log_axis_labels(fig) + legend_fonts(fig) + small_text(fig, width_share)
-            + tick_label_overlaps(fig) + hidden_series(fig))
+            + tick_label_overlaps(fig) + hidden_series(fig) + number_words(fig))

@@ -191,8 +191,11 @@ def test_the_report_part_follows_the_results():
     assert "exactly its GEMM operations" in claims["kbClaimGqaRefCounts"]
     assert "every latency the report gives lies between" in claims["kbClaimGqaBetween"]
     assert claims["kbClaimGqaEarlierOrder"].startswith("in the report's order")
-    assert "faster than the one-user decode" in claims["kbClaimGqaHeadDecode"]
-    value = {k: float(v) for k, v in nums.items() if k.startswith("kbGqa") and k != "kbGqaHereKernels"}
+    assert "faster than the single-user decode" in claims["kbClaimGqaHeadDecode"]
+    words = {"kbGqaHereKernels", "kbGqaRefCubesDecodeEight"}  # text and counts printed as words
+    value = {k: float(v) for k, v in nums.items()
+             if k.startswith("kbGqa") and k not in words and not k.startswith("kbGqaRefName")}
+    assert nums["kbGqaRefCubesDecodeEight"] == "eight" and nums["kbGqaRefNameDecodeEight"] == "8-cube decode"
     assert value["kbGqaEarlierOverRefLow"] == value["kbGqaEarlierOverRefHigh"] == 1.0
     assert value["kbGqaOursOverEarlierLow"] == value["kbGqaOursOverEarlierHigh"] == 0.5
     assert value["kbGqaRefDispatchShareLow"] == value["kbGqaRefDispatchShareHigh"] == 50.0
@@ -205,7 +208,24 @@ def test_the_report_part_follows_the_results():
     claims, _, _ = _claims(_doc(gemm_off=1, earlier_scale=1.5, zero_scale=0.9, decode4=2500.0))
     assert "do not issue the operations" in claims["kbClaimGqaRefCounts"]
     assert claims["kbClaimGqaBetween"].startswith("no latency the report gives lies between")
-    assert "slower than the one-user decode" in claims["kbClaimGqaHeadDecode"]
+    assert "slower than the single-user decode" in claims["kbClaimGqaHeadDecode"]
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"gemm_off": 1, "earlier_scale": 1.5, "zero_scale": 0.9, "decode4": 2500.0}])
+def test_the_report_part_types_no_number_with_or_without_earlier_runs(kwargs):
+    """Every sentence the comparison writes (claims and text, with the earlier kernels' runs and without) passes
+    the report's grounding check: its numbers and the workloads' names are macros."""
+    from kernbench.studies.report.grounding import check_text
+
+    for doc in (_doc(**kwargs), _doc_without_earlier(_doc(**kwargs))):
+        claims, _, text = _claims(doc)
+        assert [str(v) for v in check_text(text)] == []
+        assert {k: [v.number for v in check_text(c)] for k, c in claims.items() if check_text(c)} == {}
+
+
+def _doc_without_earlier(doc):
+    doc["points"] = [p for p in doc["points"] if p["params"].get("kernels") != "earlier"]
+    return doc
 
 
 def test_without_earlier_runs_the_report_says_why_the_column_is_empty():

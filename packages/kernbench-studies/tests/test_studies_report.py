@@ -130,7 +130,7 @@ def test_grounding_catches_a_planted_latency(tmp_path):
 
 
 @pytest.mark.parametrize(("text", "numbers"), [
-    (r"six SIPs as a 2$\times$3 grid on \texttt{torus\_2d}, PE~0, f16", []),
+    (r"the SIPs as a 2$\times$3 grid on \texttt{torus\_2d}, PE~0, f16", []),
     (r"$T = d + R_1 + (n - 1)\,P$ and \label{fig:x2} \includegraphics[width=0.9\linewidth]{a1}", []),
     (r"the ring is 13.1\,\% slower", ["13.1"]),
     (r"$T = 25$ ns", ["25"]),

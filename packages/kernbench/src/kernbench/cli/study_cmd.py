@@ -153,6 +153,10 @@ def _report(args: argparse.Namespace) -> int:
 
     for name in study_names():  # a missing or malformed results file: one error line, before the progress lines
         load(Path(args.studies) / name / RESULTS_JSON)
+    from kernbench.studies.report.build import source_dir
+    from kernbench.studies.report.grounding import require_grounded
+
+    require_grounded(source_dir(args.source))  # a hand-typed number in the sources: one error line, file and line
     announce(f"report: drawing figures and writing the generated LaTeX into {Path(args.out) / 'tex'}")
     gen = generate(Path(args.studies), args.source, Path(args.out), topology_dir(args.topologies))
     if args.no_pdf:

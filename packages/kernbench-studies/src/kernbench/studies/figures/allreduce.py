@@ -74,7 +74,7 @@ def draw_topologies(doc: dict):
     for a in (ax, rx):
         _payload_axis(a, payloads)
     _log_latency(ax)
-    ax.set_title("(a) six SIPs, TCM receive rings", loc="left")
+    ax.set_title(f"(a) {base[0]['sips']} SIPs, TCM receive rings", loc="left")
     rx.set_ylabel("latency / torus latency (ratio)")
     rx.set_title(f"(b) relative to {TORUS_2D.name}", loc="left")
     _legend_below(fig, ax)
@@ -172,7 +172,7 @@ def draw_ablation(doc: dict):
 
 FIGURES = (
     FigureSpec("allreduce_topologies", "allreduce",
-               "All-reduce latency over six SIPs against the payload per PE for the three logical SIP topologies, "
+               "All-reduce latency over the SIPs of the tray against the payload per PE for each logical SIP topology, "
                "measured (points) beside each topology's α–β model (dashed), and each topology's latency relative "
                "to the torus.", COMMAND, draw_topologies),
     FigureSpec("allreduce_buffer_kinds", "allreduce",

@@ -181,7 +181,7 @@ def _keep_labels_inside(fig, ax) -> None:
             note.set_horizontalalignment("right" if dx > 0 else "left")
 
 
-GROUP_CAPTION = ("Link utilisation of the all-reduce (links panel, TCM receive rings) on the three SIP topologies, "
+GROUP_CAPTION = ("Link utilisation of the all-reduce (links panel, TCM receive rings) on each SIP topology, "
                  "whole tray: every directed link coloured by its busy time as a share of the run window, the colour "
                  "scale ending at the run's busiest link; grey links carried nothing; links inside a PE and the "
                  "control sideband are not drawn. Drawn by kernbench.topology.heatmap, the code behind the heatmaps "

@@ -173,7 +173,7 @@ FIGURES = (
                tex_caption=r"The grey band is $\pm$\kbGemmBandNarrow{}, the dashed lines $\pm$\kbGemmBandWide."),
     FigureSpec("gemm_stages", "gemm",
                "Busy time of each pipeline stage inside the composite, per shape and staging (log scale); the "
-               "black bar is the composite's own time, and a 0 marks a stage that has no work in that staging.",
+               "black bar is the composite's own time, and a zero marks a stage that has no work in that staging.",
                COMMAND, draw_stages, 0.9),
     FigureSpec("gemm_tiles", "gemm",
                "MAC efficiency against the number of tiles along K (one output tile) for each staging, measured "

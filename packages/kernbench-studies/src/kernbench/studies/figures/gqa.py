@@ -7,7 +7,7 @@ import numpy as np
 
 from kernbench.studies import gqa_reference
 from kernbench.studies.figures.common import FigureSpec, log_ticks, new_figure
-from kernbench.studies.gqa import headline_rows
+from kernbench.studies.gqa import LONG_CUBES, LONG_PES, headline_rows
 from kernbench.studies.results import select
 
 COMMAND = "kernbench study gqa"
@@ -113,7 +113,7 @@ def draw_partitions(doc: dict):
         a.set_xlabel("KV sequence length S (keys, log scale)")
         _plain_log(a)
     ax.set_ylabel("decode latency (µs, log scale)")
-    ax.set_title("(a) one user, 8 cubes × 8 PEs", loc="left")
+    ax.set_title(f"(a) one user, {LONG_CUBES} cubes × {LONG_PES} PEs", loc="left")
     bx.set_ylabel("KV bytes in the fullest cube (MiB, log)")
     bx.set_title("(b) KV cache per cube", loc="left")
     fig.tight_layout(rect=(0, 0.1, 1, 1))
@@ -198,16 +198,18 @@ def draw_reference(doc: dict):
 
 
 FIGURES = (
-    FigureSpec("gqa_panels", "gqa", "Fused GQA latency of the four headline panels (prefill and decode, one and "
-               "four users).", COMMAND, draw_panels),
+    FigureSpec("gqa_panels", "gqa", "Fused GQA latency of the headline panels (prefill and decode, for one user "
+               "and for several).", COMMAND, draw_panels),
     FigureSpec("gqa_opmix", "gqa", "Where the work goes in each headline panel: operation counts, and the summed busy "
                "time of each PE engine on a log scale.", COMMAND, draw_opmix),
-    FigureSpec("gqa_partitions", "gqa", "Long-context decode of one user over 8 cubes × 8 PEs: latency of the four "
-               "partitionings against the sequence length, and the KV bytes the fullest cube holds.", COMMAND,
-               draw_partitions),
-    FigureSpec("gqa_dispatch", "gqa", "PE_CPU dispatch cycles per KV tile of the three local loops of the decode "
-               "kernel on one PE (the difference between runs of 16 and 32 tiles).", COMMAND, draw_dispatch, 0.8),
-    FigureSpec("gqa_reference", "gqa", "The earlier report's GQA workloads three ways: the latency that report gives, "
+    FigureSpec("gqa_partitions", "gqa", "Long-context decode of one user: latency of each partitioning against the "
+               "sequence length, and the KV bytes the fullest cube holds.", COMMAND, draw_partitions,
+               tex_caption=r"The cache is spread over \kbGqaLongCubes{} cubes of \kbGqaLongPes{} PEs."),
+    FigureSpec("gqa_dispatch", "gqa", "PE_CPU dispatch cycles per KV tile of each local loop of the decode kernel "
+               "on one PE, from the difference between a shorter and a longer run.", COMMAND, draw_dispatch, 0.8,
+               tex_caption=r"The runs have \kbGqaDispatchTilesLow{} and \kbGqaDispatchTilesHigh{} KV tiles of "
+                           r"\kbGqaTileKeys{} keys."),
+    FigureSpec("gqa_reference", "gqa", "The earlier report's GQA workloads: the latency that report gives, "
                "the earlier team's kernels run on this model, and this library's kernels with the same shapes and "
                "mapping; (a) as modelled, (b) with the PE_CPU dispatch cost set to zero.",
                COMMAND + " (with KERNBENCH_EARLIER_KERNELS set for the middle column)", draw_reference),

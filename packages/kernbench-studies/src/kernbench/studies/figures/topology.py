@@ -88,9 +88,12 @@ def draw_cube(topology_dir: Path):
 
 
 def draw_pe(topology_dir: Path):
-    """PE 0: its nine blocks and the links between them (a block diagram: positions, not distances)."""
+    """PE 0: its blocks and the links between them (a block diagram: positions, not distances)."""
     fig, ax = new_figure(4.0, 2.6)
-    _draw_view(ax, study_graph(topology_dir, DEFAULT), "pe", tuple(PE_BLOCKS), names=PE_BLOCKS, floorplan=False)
+    graph = study_graph(topology_dir, DEFAULT)
+    _draw_view(ax, graph, "pe", tuple(PE_BLOCKS), names=PE_BLOCKS, floorplan=False)
+    blocks = len({n.type for n in graph.nodes.values() if n.type in PE_BLOCKS})
+    ax.set_title(f"PE 0: {blocks} blocks", loc="left")  # counted, not typed (the view's title spells it)
     return fig
 
 
@@ -161,16 +164,16 @@ FIGURES = (
                "One SIP of the default topology: the cube mesh and the IO chiplet that attaches it to the PCIe "
                "switch (line width proportional to link bandwidth).", COMMAND, draw_sip, 0.6),
     FigureSpec("topology_cube", None,
-               "One cube: the router grid, the eight PEs, the per-PE HBM controllers, the shared SRAM, the "
+               "One cube: the router grid, the PEs, the per-PE HBM controllers, the shared SRAM, the "
                "management CPU and the UCIe PHYs (box colours in the key). The PEs are numbered corner by corner "
                "(north-west, north-east, south-west, south-east), each pair from its corner inwards, as the "
                "topology's PE layout places them, which gives each row its unusual order.", COMMAND, draw_cube, 0.75),
     FigureSpec("topology_pe", None,
-               "One PE as a block diagram: the nine blocks (CPU, scheduler, DMA, TCM, fetch/store, GEMM, math, "
-               "MMU, IPCQ) and their links, line width proportional to link bandwidth.", COMMAND, draw_pe, 0.45),
+               "One PE as a block diagram: its blocks (CPU, scheduler, DMA, TCM, fetch/store, GEMM, math, MMU, "
+               "IPCQ) and their links, line width proportional to link bandwidth.", COMMAND, draw_pe, 0.45),
     FigureSpec("sip_topologies", None,
-               "The logical inter-SIP links of the three all-reduce topologies on the 2×3 SIP grid (the ring's two "
-               "links between rows drawn round the grid, so that no two links cross). Every link is carried by the "
+               "The logical inter-SIP links of the all-reduce topologies on the 2×3 SIP grid (the ring's links "
+               "between rows drawn round the grid, so that no links cross). Every link is carried by the "
                "same physical path: SIP, IO chiplet, PCIe switch, IO chiplet, SIP.",
                COMMAND, draw_sip_topologies),
 )

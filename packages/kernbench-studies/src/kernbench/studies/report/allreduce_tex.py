@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from kernbench.studies.allreduce_model import fit_alpha_beta
 from kernbench.studies.report import allreduce_links_tex
 from kernbench.studies.report.numbers import Numbers, fixed, sig, tex_escape
+from kernbench.studies.report.reference import SEED_CLAIMS, seed_claims, seed_number  # noqa: F401 (re-exported)
 from kernbench.studies.report.tables import TableData
 from kernbench.studies.results import select
 from kernbench.topology.sip_topologies import MESH_2D_NO_WRAP, RING_1D, SHIPPED, TORUS_2D
@@ -24,29 +24,6 @@ from kernbench.topology.sip_topologies import MESH_2D_NO_WRAP, RING_1D, SHIPPED,
 TOPOLOGIES = {t.name: t.label.capitalize() for t in SHIPPED}
 KINDS = {"tcm": "Tcm", "sram": "Sram", "hbm": "Hbm"}
 SRC = "out/studies/allreduce/results.json"
-#: The earlier report's claims, typeset by this file (the only place its numbers are written down).
-SEED_CLAIMS = Path(__file__).with_name("tex") / "reference" / "seed-claims.tex"
-_SEED = re.compile(r"^\\newcommand\{\\(seed[A-Za-z]+)\}\{(.*)\}\s*(?:%.*)?$")
-_LEADING_NUMBER = re.compile(r"^\s*(\d+(?:\.\d+)?)")
-
-
-def seed_claims(path: Path = SEED_CLAIMS) -> dict[str, str]:
-    """Macro name -> LaTeX body of every ``\\seed…`` macro of the earlier report's claims file."""
-    out = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        m = _SEED.match(line.strip())
-        if m:
-            out[m.group(1)] = m.group(2)
-    return out
-
-
-def seed_number(name: str, claims: dict[str, str] | None = None) -> float:
-    """The number a ``\\seed…`` macro starts with (``28.8\\,\\textmu{}s`` -> 28.8)."""
-    body = (claims or seed_claims())[name]
-    m = _LEADING_NUMBER.match(body)
-    if m is None:
-        raise ValueError(f"{SEED_CLAIMS}: \\{name} = {body!r} does not start with a number")
-    return float(m.group(1))
 
 
 def _size(nbytes: int) -> str:
@@ -63,7 +40,7 @@ def generate(doc: dict, nums: Numbers) -> tuple[dict[str, str], dict[str, str]]:
     nums.count("kbArPayloads", len(payloads), f"{src}: payloads per topology")
     nums.text("kbArPayloadMin", _size(payloads[0]), f"{src}: smallest bytes_per_pe")
     nums.text("kbArPayloadMax", _size(payloads[-1]), f"{src}: largest bytes_per_pe")
-    nums.count("kbArSips", topo[TORUS_2D.name][0]["sips"], f"{src}: sips")
+    nums.count_word("kbArSips", topo[TORUS_2D.name][0]["sips"], f"{src}: sips")
     for t, tag in TOPOLOGIES.items():
         rows = topo[t]
         nums.us(f"kbAr{tag}Min", rows[0]["allreduce_ns"], f"{src}: allreduce_ns {t}, smallest payload")
@@ -120,9 +97,9 @@ def generate(doc: dict, nums: Numbers) -> tuple[dict[str, str], dict[str, str]]:
                   if r["allreduce_ns"] < s["allreduce_ns"]), None)
     claims = {}
     if fastest == len(payloads):
-        claims["kbClaimTorus"] = r"the torus is the fastest of the three at every one of the \kbArPayloads{} payloads"
+        claims["kbClaimTorus"] = r"the torus is the fastest topology at every one of the \kbArPayloads{} payloads"
     else:
-        claims["kbClaimTorus"] = (r"the torus is the fastest of the three at \kbArTorusFastestCount{} of the "
+        claims["kbClaimTorus"] = (r"the torus is the fastest topology at \kbArTorusFastestCount{} of the "
                                   r"\kbArPayloads{} payloads")
     if not ring_faster:
         claims["kbClaimRingMesh"] = r"the mesh beats the ring at every payload"
@@ -167,7 +144,7 @@ def generate(doc: dict, nums: Numbers) -> tuple[dict[str, str], dict[str, str]]:
     claims.update(_fit_numbers(doc, nums))
     claims.update(_ablation_numbers(doc, nums, seeds))
     diff = differences(doc, claims, seeds)
-    files = {f"tab-{t.label.removeprefix('tab:')}.tex": t.latex() for t in _panel_tables(doc)}
+    files = {f"tab-{t.label.removeprefix('tab:')}.tex": t.latex() for t in _panel_tables(doc, nums)}
     files[f"tab-{diff.label.removeprefix('tab:')}.tex"] = diff.latex()
     return claims, files
 
@@ -195,7 +172,7 @@ def _fit_numbers(doc: dict, nums: Numbers) -> dict[str, str]:
         nums.pct(f"kbAr{tag}FitMax", fit.max_rel, f"{src}: largest |fit - measured| / measured")
         nums.pct(f"kbAr{tag}FitRms", fit.rms_rel, f"{src}: root mean square of (fit - measured) / measured")
     worst = max(fits, key=lambda t: fits[t].max_rel)
-    nums.pct("kbArFitMaxAll", fits[worst].max_rel, f"{SRC}: largest relative residual of the three fits ({worst})")
+    nums.pct("kbArFitMaxAll", fits[worst].max_rel, f"{SRC}: largest relative residual of the fits ({worst})")
     return {}
 
 
@@ -260,12 +237,12 @@ def _ablation_numbers(doc: dict, nums: Numbers, seeds: dict[str, str]) -> dict[s
                                           "adds to that")
     elif r["exchange_accumulates"] != m["exchange_accumulates"]:
         who = "ring" if r["exchange_accumulates"] > m["exchange_accumulates"] else "mesh"
-        claims["kbClaimArRingMeshWhy"] = (f"With the steps even, what separates the two is the {who}'s extra "
+        claims["kbClaimArRingMeshWhy"] = (f"With the steps even, what separates ring and mesh is the {who}'s extra "
                                           f"accumulates, which the model charges to the {who} at every payload, and "
                                           "contention, which it leaves out")
     else:
         claims["kbClaimArRingMeshWhy"] = ("With steps and accumulates even, only contention, which the model leaves "
-                                          "out, separates the two")
+                                          "out, separates ring and mesh")
     torus = series[""][TORUS_2D.name]
     small = torus[0]
     nums.pct("kbArSipShareSmall", (small["reduce_ns"] + small["broadcast_ns"]) / small["allreduce_ns"],
@@ -278,11 +255,11 @@ def _ablation_numbers(doc: dict, nums: Numbers, seeds: dict[str, str]) -> dict[s
                      / x["allreduce_ns"] for r in rows)
                  for x, *rows in zip(*(series[""][t] for t in TOPOLOGIES), strict=True))
     if spread < 1e-9:
-        claims["kbClaimArSipSame"] = "exactly the same time on all three topologies"
+        claims["kbClaimArSipSame"] = "exactly the same time on every topology"
     else:
-        nums.pct("kbArSipSpread", spread, f"{SRC}: largest difference of reduce_ns + broadcast_ns between two "
+        nums.pct("kbArSipSpread", spread, f"{SRC}: largest difference of reduce_ns + broadcast_ns between a pair of "
                                           "topologies at one payload / allreduce_ns", 2)
-        claims["kbClaimArSipSame"] = r"the same time on all three topologies (within \kbArSipSpread)"
+        claims["kbClaimArSipSame"] = r"the same time on every topology (within \kbArSipSpread)"
     big, low = torus[-1], torus[0]
     span = big["bytes_per_pe"] - low["bytes_per_pe"]
     nums.plain("kbArAccNsPerB", (big["model_accumulate_ns"] - low["model_accumulate_ns"]) / big["accumulates"] / span,
@@ -410,22 +387,23 @@ def tables(doc: dict) -> list[TableData]:
     nums = Numbers()
     claims, _ = generate(doc, nums)
     values = {**seed_claims(), **{n.name: n.tex for n in nums.items.values()}, **claims}
-    return [*_panel_tables(doc), differences(doc, claims, seed_claims()).plain(values)]
+    return [*_panel_tables(doc, nums), differences(doc, claims, seed_claims()).plain(values)]
 
 
-def _panel_tables(doc: dict) -> list[TableData]:
+def _panel_tables(doc: dict, nums: Numbers) -> list[TableData]:
     """The tables of the study's panels (every table of the section but the differences)."""
     topo = {t: select(doc, panel="topology", sip_topology=t) for t in TOPOLOGIES}
     kinds = {k: select(doc, panel="buffer_kind", buffer_kind=k) for k in KINDS}
     sens = {k: select(doc, panel="sensitivity", buffer_kind=k) for k in KINDS}
     payloads = [r["bytes_per_pe"] for r in topo[TORUS_2D.name]]
     by_topology = _payload_table(
-        topo, payloads, "tab:allreduce-topologies", "All-reduce latency over six SIPs by payload per PE and logical "
-        "SIP topology (TCM receive rings), measured and α–β model.", str, str)
+        topo, payloads, "tab:allreduce-topologies", r"All-reduce latency over \kbArSips{} SIPs by payload per PE and "
+        "logical SIP topology (TCM receive rings), measured and α–β model.", str, str,
+        {"kbArSips": nums.plain_text("kbArSips")})
     by_kind = _payload_table(
         kinds, payloads, "tab:allreduce-kinds", "All-reduce latency on the 2×3 torus by payload and by the memory "
         "holding the IPCQ receive rings, measured and α–β model.", str.upper, lambda k: k.upper() + " rings")
-    return [by_topology, _fit_table(doc), by_kind, _sensitivity_table(sens), allreduce_links_tex.table(doc)]
+    return [by_topology, _fit_table(doc), by_kind, _sensitivity_table(sens, nums), allreduce_links_tex.table(doc, nums)]
 
 
 def _fit_table(doc: dict) -> TableData:
@@ -439,12 +417,14 @@ def _fit_table(doc: dict) -> TableData:
                      sig(pts[-1]["model_beta_ns_per_b"], 3)])
     return TableData("tab:allreduce-fit", "α and β fitted by least squares to the measured latencies of each "
                      "topology (all payloads, TCM rings), the largest and the root-mean-square relative residual of "
-                     "the fit, and the α–β model's own values (α = T(0), β from the largest payload).",
+                     "the fit, and the α–β model's own values (α the latency of an empty payload, β the slope from "
+                     "it to the largest payload).",
                      ["topology", "fitted α µs", "fitted β ns/B", "max |residual| %", "RMS residual %",
                       "model α µs", "model β ns/B"], rows, "lrrrrrr")
 
 
-def _payload_table(series: dict, payloads: list[int], label: str, caption: str, short, group) -> TableData:
+def _payload_table(series: dict, payloads: list[int], label: str, caption: str, short, group,
+                   values: dict[str, str] | None = None) -> TableData:
     """Measured and model latency (µs) by payload per PE, two columns per series: ``short(name)`` names them in
     the flat header, ``group(name)`` above the pair in the typeset table."""
     rows = []
@@ -457,10 +437,11 @@ def _payload_table(series: dict, payloads: list[int], label: str, caption: str, 
     units = ("µs", "model µs")
     header = ["payload / PE"] + [f"{short(name)} {w}" for name in series for w in units]
     return TableData(label, caption, header, rows, "l" + "rr" * len(series),
-                     (("", 1), *((group(name), 2) for name in series)), ("payload / PE", *units * len(series)))
+                     (("", 1), *((group(name), 2) for name in series)), ("payload / PE", *units * len(series)),
+                     values or {})
 
 
-def _sensitivity_table(sens: dict) -> TableData:
+def _sensitivity_table(sens: dict, nums: Numbers) -> TableData:
     rows = []
     for i, r0 in enumerate(sens["tcm"]):
         row = [fixed(r0["channel_gbs"], 0)]
@@ -468,6 +449,7 @@ def _sensitivity_table(sens: dict) -> TableData:
             row.append(sig(sens[k][i]["allreduce_ns"] / 1e3, 4))
         rows.append(row)
     return TableData("tab:allreduce-sensitivity",
-                 f"Sensitivity panel: all-reduce latency (µs) on the torus at {_size(sens['tcm'][0]['bytes_per_pe'])} "
-                 "per PE as the HBM pseudo-channel bandwidth (GB/s) is raised.",
-                 ["GB/s per channel", "TCM µs", "SRAM µs", "HBM µs"], rows, "rrrr")
+                     r"Sensitivity panel: all-reduce latency (µs) on the torus at \kbArKindPayload{} per PE as the "
+                     "HBM pseudo-channel bandwidth (GB/s) is raised.",
+                     ["GB/s per channel", "TCM µs", "SRAM µs", "HBM µs"], rows, "rrrr",
+                     values={"kbArKindPayload": nums.plain_text("kbArKindPayload")})

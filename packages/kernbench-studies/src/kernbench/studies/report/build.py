@@ -17,7 +17,9 @@ Layout (``OUT`` defaults to ``out/report``)::
     OUT/pages/page-NN.png                       every page of the PDF as an image, for review (pdftoppm)
 
 The build fails when latexmk's log reports an overfull box of more than
-:data:`OVERFULL_LIMIT_PT` (a table or formula running past the margin; ADR 0040).
+:data:`OVERFULL_LIMIT_PT` (a table or formula running past the margin; ADR 0040), and, before latexmk runs, when
+the grounding check (:mod:`kernbench.studies.report.grounding`) finds a hand-typed number, in digits or in words,
+in the sources (checked first) or in the LaTeX the generators wrote: claims, figure and table captions, headers.
 
 What a study contributes comes from its registration
 (:mod:`kernbench.studies.registry`): its ``report`` section (the function
@@ -50,9 +52,11 @@ from kernbench.studies.base import StudyError
 from kernbench.studies.figures import figures_of, render_study, render_topology
 from kernbench.studies.graphs import study_graph
 from kernbench.studies.registry import get_study, load_ref, study_names
+from kernbench.studies.report.grounding import DATA_BEGIN, DATA_END, require_grounded
 from kernbench.studies.report.hardware import assumed_fields, hardware_table
 from kernbench.studies.report.numbers import Numbers, tex_escape
 from kernbench.studies.results import write_if_changed
+from kernbench.topology.naming import PE_BLOCKS
 
 JOBNAME = "kernbench-codesign-report"
 DEFAULT_OUT = Path("out") / "report"
@@ -139,13 +143,14 @@ def _appendix(nums: Numbers, docs: dict[str, dict]) -> str:
              r"\label{tab:provenance}",
              r"\begin{tabularx}{\linewidth}{@{}lLLrlr@{}}", r"\toprule",
              r"Study & Command & Ran & Points & Source digest & Simulation \\", r"\midrule"]
+    lines.append(DATA_BEGIN)  # one row per study run, its cells macros and study names
     for name in docs:
         tag = _camel(name)
         lines.append(rf"{tex_escape(name)} & \texttt{{\kb{tag}Command}} & \kb{tag}Origin & \kb{tag}Points & "
                      rf"\texttt{{\kb{tag}Source}} & \kb{tag}CpuSeconds \\")
-    lines += [r"\bottomrule", r"\end{tabularx}", r"\end{table}", ""]
+    lines += [DATA_END, r"\bottomrule", r"\end{tabularx}", r"\end{table}", ""]
     counts = nums.by_source_file()
-    lines += [rf"\texttt{{kernbench report}} writes all {len(nums.items)} numbers of this report, with their "
+    lines += [r"\texttt{kernbench report} writes all \kbReportNumbers{} numbers of this report, with their "
               rf"units and the field and point each comes from, to \texttt{{out/report/{NUMBERS_CSV}}} (columns "
               r"macro, value, unit, source file, field, point); Table~\ref{tab:number-sources} counts them by "
               r"source.", "",
@@ -153,7 +158,7 @@ def _appendix(nums: Numbers, docs: dict[str, dict]) -> str:
               r"\caption{The report's numbers by the file (or constant) they are read from.}",
               r"\label{tab:number-sources}",
               r"\begin{tabularx}{\linewidth}{@{}Lr@{}}", r"\toprule", r"Source & Numbers \\", r"\midrule"]
-    lines += [rf"\texttt{{{tex_escape(f)}}} & {c} \\" for f, c in counts.items()]
+    lines += [DATA_BEGIN, *(rf"\texttt{{{tex_escape(f)}}} & {c} \\" for f, c in counts.items()), DATA_END]
     lines += [r"\bottomrule", r"\end{tabularx}", r"\end{table}", ""]
     return "\n".join(lines) + "\n"
 
@@ -198,6 +203,8 @@ def _platform(nums: Numbers, topology_dir: Path, docs: dict[str, dict]) -> str:
     nums.count("kbSips", spec.system.sips.count, f"{src}: system.sips.count")
     nums.count("kbCubesPerSip", spec.cubes_per_sip, f"{src}: cubes per SIP")
     nums.count("kbPesPerCube", spec.pes_per_cube, f"{src}: PEs per cube")
+    nums.count_word("kbPeBlocks", len({n.type for n in graph.nodes.values() if n.type in PE_BLOCKS}),
+                    f"{src}: kinds of PE block in the compiled graph")
     nums.plain("kbPeakTflops", spec.pe.gemm.peak_tflops, f"{src}: pe.gemm.peak_tflops", "TFLOP/s")
     nums.plain("kbChannelGbs", spec.cube.hbm.bw_gbs / spec.cube.hbm.pseudo_channels,
                f"{src}: cube.hbm.bw_gbs / cube.hbm.pseudo_channels", "GB/s")
@@ -277,6 +284,7 @@ def _generate(studies_dir: Path, source: Path, out: Path, topology_dir: Path) ->
         if docs[name]["study"] != name:
             raise StudyError(f"{studies_dir / name / res.RESULTS_JSON} holds study {docs[name]['study']!r}, not "
                              f"{name!r}; regenerate it with `kernbench study {name}`")
+    require_grounded(source)  # no hand-typed number in the sources: checked before anything is written
     tex = out / "tex"
     try:
         (tex / "generated").mkdir(parents=True, exist_ok=True)
@@ -302,6 +310,8 @@ def _generate(studies_dir: Path, source: Path, out: Path, topology_dir: Path) ->
     specs = [s for name in (None, *docs) for s in figures_of(name)]
     files["figures.tex"] = _figure_macros(specs)
     files["claims.tex"] = _claims(claims)
+    nums.count("kbReportNumbers", len(nums.items) + 1, f"out/report/{NUMBERS_CSV}: rows (every number of the "
+               "report, this one included)")
     files["numbers.tex"] = nums.tex_file()
     files["numbers.json"] = nums.json_file()
     files["appendix-numbers.tex"] = _appendix(nums, docs)
@@ -311,6 +321,8 @@ def _generate(studies_dir: Path, source: Path, out: Path, topology_dir: Path) ->
     for path in [source / "main.tex", *sorted((source / "sections").glob("*.tex")),
                  *sorted((source / "reference").glob("*.tex"))]:
         write_if_changed(tex / path.relative_to(source), path.read_text(encoding="utf-8"))
+    # nor in what the generators wrote: claims, captions, table captions and headers (the files stay, to be read)
+    require_grounded(generated=[tex / "generated" / name for name in files])
     return Generated(tex, tex / "main.tex", nums)
 
 
@@ -371,7 +383,8 @@ def pdf_stats(out: Path = DEFAULT_OUT) -> PdfStats:
     build = Path(out) / "build"
     log = (build / f"{JOBNAME}.log").read_text(encoding="utf-8", errors="replace")
     aux = (build / f"{JOBNAME}.aux").read_text(encoding="utf-8", errors="replace")
-    pages = re.search(r"Output written on .*?\((\d+)\s+pages?", log, re.DOTALL)
+    # TeX wraps its log at 79 characters, so a long output path can split "(24 pages" across lines
+    pages = re.search(r"Output written on .*?\((\d+)\s+pages?", log.replace("\n", ""), re.DOTALL)
     figures = re.findall(r"\\newlabel\{fig:[^}]*\}\{\{([^}]*)\}", aux)
     return PdfStats(int(pages.group(1)) if pages else 0, sum(n.isdigit() for n in figures),  # sub-figures aside
                     len(re.findall(r"\\newlabel\{tab:", aux)), len(overfull_boxes(log)))

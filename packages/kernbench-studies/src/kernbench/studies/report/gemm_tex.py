@@ -6,14 +6,23 @@ import statistics
 
 from kernbench.studies.figures.gemm import BAND_NARROW, BAND_WIDE
 from kernbench.studies.report.numbers import Numbers, fixed
+from kernbench.studies.report.reference import seed_claims, seed_number, seed_numbers
 from kernbench.studies.report.tables import TableData
 from kernbench.studies.results import one, select
 
-#: The earlier report's GEMM tile (M, K, N) and the fill caps it quoted for the Cube, SmallM and SmallK shapes
-#: (../shared/seeds/extracted/docs/report/1H-codesign-paper/sections/03-gemm.tex); tex/reference/seed-claims.tex
-#: typesets the caps.
-SEED_TILE = (32, 64, 32)
-SEED_CAPS = {"Cube": 0.5, "SmallM": 0.25, "SmallK": 0.125}
+#: The shapes whose fill caps the earlier report quoted (``\\seedCap<role>`` in tex/reference/seed-claims.tex).
+SEED_CAP_ROLES = ("Cube", "SmallM", "SmallK")
+
+
+def seed_tile(seeds: dict[str, str] | None = None) -> tuple[int, int, int]:
+    """The earlier report's GEMM tile (M, K, N), read from ``\\seedTile``."""
+    m, k, n = (int(x) for x in seed_numbers("seedTile", seeds))
+    return m, k, n
+
+
+def seed_caps(seeds: dict[str, str] | None = None) -> dict[str, float]:
+    """The fill caps the earlier report quoted for :data:`SEED_CAP_ROLES`, as ratios (``\\seedCap<role>``)."""
+    return {role: seed_number(f"seedCap{role}", seeds) / 100 for role in SEED_CAP_ROLES}
 VARIANTS = {"ref_ref": "RefRef", "load_ref": "LoadRef", "load_load": "LoadLoad"}
 #: Macro role of each shape of the shapes series.
 ROLES = {(32, 32, 32): "Cube", (32, 64, 32): "Pair", (32, 128, 32): "Quad", (32, 128, 128): "Wide",
@@ -107,21 +116,23 @@ def generate(doc: dict, nums: Numbers) -> tuple[dict[str, str], dict[str, str]]:
                                                      "below the narrow band because the measured DMA stages are "
                                                      "slower than the model's.")
     tile = (first["tile_m"], first["tile_k"], first["tile_n"])
+    seeds = seed_claims()
+    seed_cap = seed_caps(seeds)
     caps = {role: one(doc, series="shapes", variant="ref_ref", m=m, k=k, n=n)["fill_ratio"]
-            for (m, k, n), role in ROLES.items() if role in SEED_CAPS}
-    agree = [r for r in SEED_CAPS if abs(caps[r] - SEED_CAPS[r]) < 1e-9]
-    differ = [r for r in SEED_CAPS if r not in agree]
+            for (m, k, n), role in ROLES.items() if role in seed_cap}
+    agree = [r for r in seed_cap if abs(caps[r] - seed_cap[r]) < 1e-9]
+    differ = [r for r in seed_cap if r not in agree]
     quoted = (r"the earlier report quoted \seedCapCube, \seedCapSmallM{} and \seedCapSmallK{} for the same shapes "
               r"with its M$\times$K$\times$N tile of \seedTile")
     if not differ:
         claims["kbClaimCapsVsSeed"] = quoted + ", the caps we measure" + (
-            " with the same tile" if tile == SEED_TILE else "")
+            " with the same tile" if tile == seed_tile(seeds) else "")
     else:
         names = ", ".join(rf"\kbShape{r}" for r in differ)
         claims["kbClaimCapsVsSeed"] = (quoted + f"; ours differ for {names} because our tile is "
                                        r"\kbTileM$\times$\kbTileK$\times$\kbTileN: the caps follow the tile, not the "
                                        r"pipeline")
-    files = {f"tab-{t.label.removeprefix('tab:')}.tex": t.latex() for t in tables(doc)}
+    files = {f"tab-{t.label.removeprefix('tab:')}.tex": t.latex() for t in tables(doc, nums)}
     return claims, files
 
 
@@ -195,9 +206,13 @@ def _summary_claim(all_wide: bool) -> str:
             r"\kbGemmErrMedian, largest \kbGemmErrMax)")
 
 
-def tables(doc: dict) -> list[TableData]:
-    """The GEMM section's tables: the shapes series, and the model's error by series and staging."""
-    return [_points_table(select(doc, series="shapes")), _error_table(doc)]
+def tables(doc: dict, nums: Numbers | None = None) -> list[TableData]:
+    """The GEMM section's tables: the shapes series, and the model's error by series and staging. ``nums``: the
+    report's numbers (made here when not given), whose macros the captions use."""
+    if nums is None:
+        nums = Numbers()
+        generate(doc, nums)
+    return [_points_table(select(doc, series="shapes")), _error_table(doc, nums)]
 
 
 def _points_table(shapes: list[dict]) -> TableData:
@@ -213,7 +228,7 @@ def _points_table(shapes: list[dict]) -> TableData:
                   "error %", "bottleneck"], rows, "llrrrrrrrl")
 
 
-def _error_table(doc: dict) -> TableData:
+def _error_table(doc: dict, nums: Numbers) -> TableData:
     rows = []
     for series in ("shapes", "tiles"):
         for v in VARIANTS:
@@ -227,9 +242,10 @@ def _error_table(doc: dict) -> TableData:
                          _pct(statistics.median(errs)), f"{_pct(min(errs))} to {_pct(max(errs))}", why])
     return TableData("tab:gemm-model-error",
                      "The independent model's error, (model − measured) / measured, by series and staging, and what "
-                     f"the points outside ±{BAND_NARROW:.0%} miss: the model's reads slower than measured (the "
+                     r"the points outside ±\kbGemmBandNarrow{} miss: the model's reads slower than measured (the "
                      "simulator paces a packet's flits evenly), or the measured DMA stages slower than the model's "
                      "(reads and output writes share the slice's channels and link), read off each point's measured "
                      "stage busy times against the model's.",
-                     ["series, staging", "points", f"within ±{BAND_NARROW:.0%}", "median error %", "error range %",
-                      "outside the band"], rows, "lrrrrp{0.34\\linewidth}")
+                     ["series, staging", "points", r"within ±\kbGemmBandNarrow{}", "median error %", "error range %",
+                      "outside the band"], rows, "lrrrrp{0.34\\linewidth}",
+                     values={"kbGemmBandNarrow": nums.plain_text("kbGemmBandNarrow")})

@@ -44,6 +44,22 @@ def fixed(x: float, decimals: int) -> str:
     return f"{x:.{decimals}f}"
 
 
+_SMALL_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen")
+_TENS_WORDS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+
+
+def number_word(n: int) -> str:
+    """``n`` as an English word from zero to ninety-nine (``48`` -> ``forty-eight``), else in digits."""
+    n = int(n)
+    if 0 <= n < 20:
+        return _SMALL_WORDS[n]
+    if 20 <= n < 100:
+        tens, units = divmod(n, 10)
+        return _TENS_WORDS[tens - 2] + (f"-{_SMALL_WORDS[units]}" if units else "")
+    return str(n)
+
+
 @dataclass(frozen=True)
 class Number:
     """One value of the report: macro name, the number as text, its unit (LaTeX), and where it comes from."""
@@ -90,6 +106,12 @@ class Numbers:
         """An integer."""
         self.add(name, str(int(value)), unit, source)
 
+    def count_word(self, name: str, value: int, source: str) -> None:
+        """An integer printed as a word up to ninety-nine (:func:`number_word`): a count of the study design or
+        of the results that the prose states ("the \\kbGqaPanels{} headline panels" reads "the four headline
+        panels"), so that the grounding check's ban on typed number words never forces digits into a sentence."""
+        self.add(name, number_word(value), "", source)
+
     def plain(self, name: str, value: float, source: str, unit: str = "", digits: int = 3) -> None:
         """A number to ``digits`` significant digits."""
         self.add(name, sig(value, digits), unit, source)
@@ -110,6 +132,11 @@ class Numbers:
         """``numbers.json``: name -> text, unit, source."""
         return json.dumps({n.name: {"text": n.text, "unit": n.unit, "source": n.source}
                            for n in self.items.values()}, indent=1) + "\n"
+
+    def plain_text(self, name: str) -> str:
+        """The number ``name`` as plain text with its unit (``64 KiB``, ``5 %``), for text outside LaTeX."""
+        n = self.items[name]
+        return n.text + (f" {plain_unit(n.unit)}" if n.unit else "")
 
     def appendix_rows(self) -> list[tuple[str, str, str]]:
         """(macro, value as typeset, source) for every number."""
