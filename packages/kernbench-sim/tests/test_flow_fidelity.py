@@ -12,7 +12,7 @@ import itertools
 
 import pytest
 
-from kernbench.sim import ComponentRegistry, GraphEngine, MemoryReadMsg, MemoryWriteMsg
+from kernbench.sim import Component, ComponentRegistry, GraphEngine, MemoryReadMsg, MemoryWriteMsg
 from kernbench.topology import PhysAddr
 
 SRAM0 = PhysAddr(0, 0, "sram", 0)
@@ -106,3 +106,90 @@ def test_a_bad_fidelity_is_refused(small_graph, test_impls):
     with pytest.raises(ValueError, match="'packet' simulates every packet"):
         GraphEngine(small_graph, ComponentRegistry(test_impls), fidelity="fluid")
     assert GraphEngine(small_graph, ComponentRegistry(test_impls)).fidelity == "packet"
+
+
+# ------------------------------------------------------------------------------------------ fewer events, same times
+class _ControlSink(Component):
+    """Takes control messages and remembers when each arrived (ns)."""
+
+    __slots__ = ("arrivals",)
+
+    def __init__(self, engine, node):
+        super().__init__(engine, node)
+        self.arrivals = []
+
+    def on_control(self, payload, t, transfer):
+        self.arrivals.append((payload, t))
+
+
+def _control_engine(small_graph, test_impls, fidelity):
+    impls = tuple((n, _ControlSink if n == "io_cpu" else c) for n, c in test_impls)
+    return GraphEngine(small_graph, ComponentRegistry(impls), fidelity=fidelity)
+
+
+def test_a_control_message_is_one_event_with_the_packet_paths_times_and_counters(small_graph, test_impls):
+    """Host -> IO CPU (four wires): flow fidelity fixes the arrival when the message is sent, summing the same
+    overheads and latencies in the same order as the packet path's hop events, so the time is the same float; the
+    wires count the message, and the recorded hops are the packet path's (recorded at once, so in another order
+    among messages in flight together). One event per message instead of one per node of its path."""
+    path = ("tray.host_cpu", "fabric.switch0", "sip0.io0.pcie_ep", "sip0.io0.io_noc", "sip0.io0.io_cpu")
+    got = {}
+    for fid in ("packet", "flow"):
+        alone = _control_engine(small_graph, test_impls, fid)
+        alone.submit(MemoryWriteMsg(SRAM0, 64))
+        alone.run()
+        eng = _control_engine(small_graph, test_impls, fid)
+        req = eng.submit(MemoryWriteMsg(SRAM0, 64))  # a request to hang the messages on
+        t_send = eng.now
+        eng.send_control(req, path, 0)
+        eng.send_control(req, path, 1, t_start=t_send + 3.25)
+        eng.send_control(req, path, 2, apply_source_overhead=False)
+        eng.run()
+        arrivals = dict(eng.components[path[-1]].arrivals)
+        wires = [eng.wires[(a, b)].messages for a, b in itertools.pairwise(path)]
+        got[fid] = (arrivals, wires, sorted(h for h in req.hops if h[0] == "control"), eng.events - alone.events)
+    assert got["flow"][:3] == got["packet"][:3]  # exact
+    arrivals = got["flow"][0]
+    source = small_graph.nodes[path[0]].overhead_ns
+    assert arrivals[0] == pytest.approx(t_send + source + eng.control_latency_ns(path), rel=1e-12)
+    assert arrivals[1] == pytest.approx(arrivals[0] + 3.25, rel=1e-12)
+    assert arrivals[2] == pytest.approx(arrivals[0] - source, rel=1e-12)
+    assert got["packet"][3] == 3 * len(path)  # a hop event per wire and the arrival, per message
+    assert got["flow"][3] == 3
+
+
+def test_a_read_command_is_one_event_in_flow_fidelity(engines, small_graph):
+    """A read's command (one flit) takes its head latency without entering the solver: one arrival event."""
+    eng = engines("flow")
+    req = _one(eng, MemoryReadMsg(SRAM0, 64))  # command out, one-flit reply back: neither is solved
+    assert eng.flows.flows == 0 and eng.flows.solves == 0
+    packet = _one(engines("packet"), MemoryReadMsg(SRAM0, 64))
+    assert req.latency_ns == pytest.approx(packet.latency_ns, rel=1e-12)
+
+
+def test_a_lone_flow_takes_its_rate_without_a_solve(engines, small_graph):
+    eng = engines("flow")
+    req = _one(eng, MemoryWriteMsg(SRAM0, 65536))
+    assert eng.flows.flows == 1 and eng.flows.solves == 0
+    assert req.latency_ns == pytest.approx(closed_form_write(small_graph, req.legs[0], 65536, eng.flit_bytes),
+                                           rel=1e-12)
+
+
+def test_a_flow_that_joins_a_lone_one_later_shares_with_it(engines, small_graph):
+    """Write A starts alone (no solve); write B, on the same route, starts ``late`` ns after A. From then they drain
+    at half the bottleneck each until A is done, then B alone. Each has ``N / bn - late`` ns more than a lone
+    write: A drained ``bn * late`` alone and the rest at half speed; B shares for that long and then drains the
+    ``bn * late`` bytes A left it alone."""
+    nbytes, late = 1 << 20, 1000.0
+    eng = engines("flow")
+    a = eng.submit(MemoryWriteMsg(PhysAddr(0, 0, "sram", 0), nbytes))
+    eng.run(until=late)
+    b = eng.submit(MemoryWriteMsg(PhysAddr(0, 0, "sram", nbytes), nbytes))
+    eng.run()
+    path = a.legs[0]
+    lone = closed_form_write(small_graph, path, nbytes, eng.flit_bytes)
+    bn = min(small_graph.edge(x, y).bw_gbs for x, y in itertools.pairwise(path))
+    assert late < nbytes / bn
+    assert eng.flows.solves >= 1
+    for r in (a, b):
+        assert r.latency_ns == pytest.approx(lone + nbytes / bn - late, rel=1e-9)

@@ -15,6 +15,13 @@ latency) and then serves them:
   back at link speed.
 
 Reads reply on the reversed request path.
+
+In flow fidelity (``engine.fidelity == "flow"``, ADR 0039) the HBM controller
+serves the same model with less arithmetic: a contiguous write's full bursts
+are served per channel in closed form (:func:`interleaved_write`), and a
+read tracks each packet's first and last ready time per burst instead of one
+ready time per flit (:meth:`HbmCtrl._read_flow`, the same numbers). Packet
+fidelity runs the per-burst loops below unchanged.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from kernbench.sim.protocol import Engine
 class HbmCtrl(Component):
     """HBM controller of one PE's slice with per-pseudo-channel parallelism."""
 
-    __slots__ = ("burst", "channels", "free", "ns_per_byte")
+    __slots__ = ("burst", "channels", "flow", "free", "ns_per_byte")
 
     def __init__(self, engine: Engine, node) -> None:
         super().__init__(engine, node)
@@ -36,16 +43,93 @@ class HbmCtrl(Component):
         self.burst = int(a["burst_bytes"])
         self.ns_per_byte = 1.0 / float(a["channel_bw_gbs"])
         self.free = [0.0] * self.channels
+        self.flow = getattr(engine, "fidelity", "packet") == "flow"  # serve in closed form (module docstring)
 
     def on_packet(self, pkt: Packet, t_head: float) -> None:
         """Drain a written packet, or serve a read command."""
         kind = pkt.transfer.kind
         if kind == "write":
-            self._write(pkt, t_head)
+            if self.flow and not pkt.transfer.row_bytes:
+                self._write_flow(pkt, t_head)
+            else:
+                self._write(pkt, t_head)
         elif kind == "read_cmd":
-            self._read(pkt.transfer, t_head)
+            if self.flow:
+                self._read_flow(pkt.transfer, t_head)
+            else:
+                self._read(pkt.transfer, t_head)
         else:
             super().on_packet(pkt, t_head)
+
+    def _write_flow(self, pkt: Packet, t_head: float) -> None:
+        """:meth:`_write` of a contiguous piece in flow fidelity: :func:`interleaved_write` serves it."""
+        tr = pkt.transfer
+        ov = self.overhead_ns
+        done = interleaved_write(self.free, tr.addr + pkt.offset, pkt.nbytes, pkt.nflits, t_head + ov, pkt.delta,
+                                 pkt.t_tail + ov, self.engine.flit_bytes, self.burst, self.ns_per_byte)
+        self.engine.landed(pkt, done)
+        if tr.landed == len(tr.packets):
+            self.engine.oplog.record(tr.t_first, tr.t_done, self.id, "memory", "hbm_write",
+                                     {"addr": tr.addr, "nbytes": tr.nbytes, "corr_id": tr.request.corr_id})
+
+    def _read_flow(self, cmd: Transfer, t_head: float) -> None:
+        """:meth:`_read` in flow fidelity: the same channel service and the same ``ready`` list, bit for bit.
+
+        :meth:`_read` keeps one ready time per flit and then takes, per packet, its first flit's and the
+        latest of its flits'. Here each burst's finish goes straight into those two per-packet figures (a max
+        is exact in any order), so the work is per burst, not per flit.
+        """
+        a0 = t_head + self.overhead_ns
+        flit = self.engine.flit_bytes
+        free, burst, k, npb = self.free, self.burst, self.channels, self.ns_per_byte
+        nbytes = cmd.read_nbytes
+        nflits = -(-nbytes // flit)
+        per_packet = self.engine.packet_bytes // flit
+        npk = -(-nflits // per_packet)
+        first = [a0] * npk  # ready time of each packet's first flit
+        worst = [a0] * npk  # latest ready time of each packet's flits
+        row_bytes, pitch = cmd.row_bytes, cmd.pitch
+        if not row_bytes:  # one contiguous segment
+            row_bytes, pitch = nbytes, 0
+        base = cmd.addr
+        for off in range(0, nbytes, row_bytes):  # the rows of a 2-D read (as _segments cuts them), in order
+            x = base + (off // row_bytes) * pitch
+            end = x + min(row_bytes, nbytes - off)
+            o = off - x  # payload offset = address + o
+            while x < end:
+                b = x // burst
+                y = (b + 1) * burst
+                if y > end:
+                    y = end
+                ch = b % k
+                start = free[ch] if free[ch] > a0 else a0
+                free[ch] = finish = start + (y - x) * npb
+                f0 = (x + o) // flit
+                f1 = (y - 1 + o) // flit
+                p = f0 // per_packet
+                if p == f1 // per_packet:  # the common case: the burst lies in one packet
+                    if finish > worst[p]:
+                        worst[p] = finish
+                    if f0 == p * per_packet and finish > first[p]:
+                        first[p] = finish
+                else:
+                    for q in range(p, f1 // per_packet + 1):
+                        if finish > worst[q]:
+                            worst[q] = finish
+                        if f0 <= q * per_packet <= f1 and finish > first[q]:
+                            first[q] = finish
+                x = y
+        ready = []
+        last = a0
+        for p in range(npk):
+            r0, r1 = first[p], worst[p]
+            span = min(per_packet, nflits - p * per_packet) - 1
+            if r1 > last:
+                last = r1
+            ready.append((r0, (r1 - r0) / span if span > 0 else 0.0))
+        self.engine.read_reply(cmd, ready)
+        self.engine.oplog.record(t_head, last, self.id, "memory", "hbm_read",
+                                 {"addr": cmd.addr, "nbytes": nbytes, "corr_id": cmd.request.corr_id})
 
     def _write(self, pkt: Packet, t_head: float) -> None:
         tr = pkt.transfer
@@ -109,6 +193,72 @@ class HbmCtrl(Component):
         self.engine.read_reply(cmd, ready)
         self.engine.oplog.record(t_head, last, self.id, "memory", "hbm_read",
                                  {"addr": cmd.addr, "nbytes": nbytes, "corr_id": cmd.request.corr_id})
+
+
+def interleaved_write(free: list[float], addr: int, nbytes: int, nflits: int, a0: float, delta: float,
+                      t_last: float, flit: int, burst: int, ns_per_byte: float) -> float:
+    """Serve a contiguous write of ``nbytes`` at ``addr`` on interleaved channels; returns when it is done (ns).
+
+    The model is :meth:`HbmCtrl._write`'s: burst ``b`` (``burst`` bytes of the address space) goes to channel
+    ``b % len(free)``; it arrives with the flit holding its last byte (flit ``f`` of ``nflits`` at
+    ``a0 + f * delta`` ns, the last flit at ``t_last``) and is served after whatever that channel holds, at
+    ``ns_per_byte``; ``free[ch]`` (ns, updated in place) is when channel ``ch`` is next idle. Done is the
+    latest finish, at least ``a0``.
+
+    The full bursts in the middle are served per channel in closed form. On one channel they arrive
+    ``q = channels * burst / flit`` flits apart, at ``a_1 .. a_m``, and each takes ``s`` ns, so the recurrence
+    ``free = max(free, a_j) + s`` ends at ``max(free + m*s, a_1 + m*s, a_m + s)``: ``a_j + (m - j + 1) * s`` is
+    linear in ``j``, so its largest value is at an end. The partial first burst and the bursts holding the
+    last flit are served one by one, as the loop serves them. Equal to the per-burst loop up to float rounding
+    (the loop adds ``s`` ``m`` times, this multiplies); the loop itself serves any burst size, and small writes.
+    """
+    if nbytes <= 0:
+        return a0
+    k = len(free)
+    end = addr + nbytes
+    last_flit = nflits - 1
+    done = a0
+    b_first, b_last = addr // burst, (end - 1) // burst
+    b_lo = b_first if addr == b_first * burst else b_first + 1  # the first full burst
+    # full bursts end by `end`, and a middle one ends before the last flit: (b + 1) * burst <= addr + last_flit * flit
+    b_hi = min(end // burst, (addr + last_flit * flit) // burst)  # one past the last middle burst
+    if burst % flit or b_hi - b_lo < 2 * k:  # nothing to gain: serve every burst one by one
+        b_lo = b_hi = b_last + 1
+    for b in range(b_first, b_lo):  # the partial first burst (or every burst)
+        done = _serve_burst(free, b, addr, end, last_flit, a0, delta, t_last, flit, burst, ns_per_byte, done)
+    if b_hi > b_lo:
+        s = burst * ns_per_byte
+        q = k * (burst // flit)
+        for b in range(b_lo, min(b_lo + k, b_hi)):
+            ch = b % k
+            m = (b_hi - 1 - b) // k + 1  # bursts of this channel in the middle
+            f = ((b + 1) * burst - 1 - addr) // flit  # the flit holding its first middle burst's last byte
+            a_1 = a0 + f * delta
+            a_m = a0 + (f + (m - 1) * q) * delta
+            fin = free[ch] + m * s
+            if a_1 + m * s > fin:
+                fin = a_1 + m * s
+            if a_m + s > fin:
+                fin = a_m + s
+            free[ch] = fin
+            if fin > done:
+                done = fin
+    for b in range(max(b_hi, b_lo), b_last + 1):  # the bursts holding the last flit
+        done = _serve_burst(free, b, addr, end, last_flit, a0, delta, t_last, flit, burst, ns_per_byte, done)
+    return done
+
+
+def _serve_burst(free: list[float], b: int, addr: int, end: int, last_flit: int, a0: float, delta: float,
+                 t_last: float, flit: int, burst: int, ns_per_byte: float, done: float) -> float:
+    """One burst of :func:`interleaved_write`, exactly as :meth:`HbmCtrl._write` serves it; returns the new done."""
+    x = b * burst if b * burst > addr else addr
+    y = (b + 1) * burst if (b + 1) * burst < end else end
+    f = (y - 1 - addr) // flit
+    arrive = t_last if f >= last_flit else a0 + f * delta
+    ch = b % len(free)
+    start = free[ch] if free[ch] > arrive else arrive
+    free[ch] = finish = start + (y - x) * ns_per_byte
+    return finish if finish > done else done
 
 
 def _segments(base: int, offset: int, nbytes: int, row_bytes: int, pitch: int):

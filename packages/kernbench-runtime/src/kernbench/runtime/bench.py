@@ -285,12 +285,16 @@ def summarize(name: str, device: int, records: Sequence) -> BenchResult:
     everything = _Usage()
     ipcq_copies = 0
     starts: dict[str, float] = {}
+    units: dict[str, str] = {}  # component id -> unit (a log names few components, many times each)
     for r in records:
         everything.add(r)
         op = r.op_name
         if op == "ipcq_copy":
             ipcq_copies += 1
-        unit = nm.unit_of(r.component_id)
+        cid = r.component_id
+        unit = units.get(cid)
+        if unit is None:
+            unit = units[cid] = nm.unit_of(cid)
         usage = engines.get(unit)
         if usage is None or (unit == "pe_cpu" and op != "kernel"):
             continue

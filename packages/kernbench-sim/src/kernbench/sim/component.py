@@ -173,6 +173,17 @@ class ComponentMap(Mapping):
             comp = self._made[node_id] = factory(self._engine, node)
         return comp
 
+    def get(self, node_id: str, default: Any = None) -> Any:
+        """The component at ``node_id`` (created on first use), or ``default`` for a node without one: the
+        ``Mapping.get`` every route build calls per node, without its exception round trip for made ones."""
+        comp = self._made.get(node_id)
+        if comp is not None:
+            return comp
+        try:
+            return self[node_id]
+        except KeyError:
+            return default
+
     def __iter__(self):
         if self._ids is None:
             self._ids = [n.id for n in self._graph.nodes.values() if n.type in self._factories]

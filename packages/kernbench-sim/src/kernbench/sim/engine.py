@@ -98,9 +98,10 @@ class GraphEngine:
         self._cal: list[tuple[float, int, int, Callable, object]] = []
         self.fidelity = check_fidelity(fidelity)
         self.flows: FlowScheduler | None = None
-        if fidelity == "flow":  # the flow scheduler's send replaces the packet path's; nothing else changes
+        if fidelity == "flow":  # the flow scheduler's send and send_control replace the packet path's
             self.flows = FlowScheduler(self)
             self.send = self.flows.send
+            self.send_control = self.flows.send_control
 
     # ------------------------------------------------------------------ public API
     @property

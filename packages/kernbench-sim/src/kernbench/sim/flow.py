@@ -29,11 +29,22 @@ and last at ``t_tail``, its flits evenly spaced in between; its own service
 component exactly as in packet fidelity. Transfers of one flit or less (read
 commands) take their uncontended head latency and do not enter the solver.
 
-Control messages, compute, DMA issue and launch costs are unchanged. Link
-counters are kept: a flow adds its bytes, its packet count (as packet
-fidelity would cut it), one message and ``bytes / bw`` of busy time to every
-wire of its route when it starts; ``max_wait_ns`` stays 0 (flows do not
-queue, they share).
+Control messages keep their times (node overheads and wire propagation, no
+bandwidth) but cost one event each: the arrival, fixed when the message is
+sent, instead of one event per node of the path. Compute, DMA issue and
+launch costs are unchanged. Link counters are kept: a flow adds its bytes,
+its packet count (as packet fidelity would cut it), one message and
+``bytes / bw`` of busy time to every wire of its route when it starts
+(a control message or a one-flit transfer when it is sent); ``max_wait_ns``
+stays 0 (flows do not queue, they share).
+
+Events per transfer (ADR 0039 has the measurements): a one-flit transfer or
+a control message is its arrival only; a bulk transfer is its start, one
+wake-up shared by every flow that ends at that time, and its arrival at the
+destination (one per piece), plus a solve only when it shares a wire with
+another flow when it starts, or when a flow on one of its wires starts or
+ends: a flow alone on every wire of its route takes its bottleneck (or its
+source's pace) at once, which is what the solver would give it.
 """
 
 from __future__ import annotations
@@ -42,7 +53,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from heapq import heappop, heappush
 from itertools import count
 
-from kernbench.sim.fabric import Packet, Route, Transfer, Wire, cross_flow
+from kernbench.sim.errors import MessageError
+from kernbench.sim.fabric import Packet, Route, Transfer, Wire, cross_control, cross_flow
 
 #: The engine's fidelities: ``packet`` (every packet an event on every wire) and ``flow`` (this module).
 FIDELITIES = ("packet", "flow")
@@ -161,7 +173,11 @@ class _RouteInfo:
 
 
 class FlowScheduler:
-    """The flow fidelity of one :class:`~kernbench.sim.engine.GraphEngine`: its ``send`` and the solver state."""
+    """The flow fidelity of one :class:`~kernbench.sim.engine.GraphEngine`: its ``send`` and ``send_control``, and
+    the solver state."""
+
+    __slots__ = ("dirty", "engine", "flit", "flows", "heap", "info", "on", "packet_bytes", "piece_bytes", "seq",
+                 "solves", "solving", "tick_due", "wake_at")
 
     def __init__(self, engine) -> None:
         self.engine = engine
@@ -172,48 +188,103 @@ class FlowScheduler:
         self.heap: list[tuple[float, int, Flow]] = []  # (predicted finish, seq, flow); stale entries skipped
         self.wake_at = float("inf")  # the time of the pending wake-up (inf: none)
         self.solving = False  # a solve is scheduled at the current time
-        self.info: dict[int, _RouteInfo] = {}
+        self.info: dict[Route, _RouteInfo] = {}  # per route (routes are memoised per node path by the engine)
         self.seq = count()
         self.flows = 0  # flows that entered the solver
         self.tick_due: dict[Wire, float] = {}  # the next cut of the flows sharing a last wire (see _ticks)
-        #: Flows sharing their last wire reach the terminal in pieces of about this many bytes (see _ticks).
-        self.piece_bytes = engine.packet_bytes
+        self.piece_bytes = engine.packet_bytes  # flows sharing their last wire arrive in pieces this big (_ticks)
         self.solves = 0
 
     # ------------------------------------------------------------------ the engine's send
     def send(self, request, route: Route, nbytes: int, *, kind: str, addr: int, t_start: float, on_done,
              ready: list[tuple[float, float]] | None = None, read_nbytes: int = 0) -> Transfer:
-        """``GraphEngine.send`` in flow fidelity: the same Transfer, started as one flow at ``t_start``."""
+        """``GraphEngine.send`` in flow fidelity: the same Transfer, started as one flow at ``t_start`` (ns).
+
+        A transfer of one flit or less (a read command) takes its uncontended head latency and never enters the
+        solver, so it is settled here: its link counters are added now and its arrival (``t_start`` plus the
+        head latency, ns) is the one event it costs.
+        """
         tr = Transfer(request, route, nbytes, kind, addr, on_done)
         tr.read_nbytes = read_nbytes
         tr.ready = ready
-        tr.packets = [Packet(tr, 0, nbytes, -(-nbytes // self.flit), 0)]
         eng = self.engine
-        eng._at(max(t_start, eng.env._now), tr, self._start)
+        now = eng.env._now
+        t0 = t_start if t_start > now else now
+        if nbytes <= self.flit:  # one flit: its head latency is the whole transfer
+            pkt = Packet(tr, 0, nbytes, -(-nbytes // self.flit), 0)
+            tr.packets = [pkt]
+            info = self.info.get(route)
+            if info is None:
+                info = self.info[route] = _RouteInfo(route)
+            t_head = t0 + info.base + nbytes * info.inv_bw
+            npk = -(-nbytes // self.packet_bytes)
+            for w in route.wires:
+                cross_flow(w, nbytes, npk)
+            if eng.record_hops:
+                self._record_hops(tr, t0, nbytes)
+            eng._at(t_head, (pkt, t_head, t_head), self._arrive)
+            return tr
+        tr.packets = [Packet(tr, 0, nbytes, -(-nbytes // self.flit), 0)]
+        eng._at(t0, tr, self._start)
         return tr
 
-    def _route_info(self, route: Route) -> _RouteInfo:
-        info = self.info.get(id(route))
-        if info is None:
-            info = self.info[id(route)] = _RouteInfo(route)
-        return info
+    def send_control(self, request, nodes: tuple[str, ...], payload: object, *, t_start: float | None = None,
+                     apply_source_overhead: bool = True) -> Transfer:
+        """``GraphEngine.send_control`` in flow fidelity: the same times, one event instead of one per hop.
+
+        A control message occupies no bandwidth, so its arrival is fixed when it is sent: starting at ``t_start``
+        (default now, ns) plus the source's overhead, it pays every wire's propagation latency and the overhead of
+        every node in between, added in the order the packet path adds them hop by hop (the same float result).
+        Its wires count one message each now, and the hops it would record are recorded now.
+        """
+        eng = self.engine
+        if len(nodes) < 2:
+            raise MessageError(f"a control message needs a destination other than its source {nodes[0]}")
+        route = eng.route(nodes)
+        t = eng.env._now if t_start is None else t_start
+        overheads = route.overheads
+        if apply_source_overhead:
+            t += overheads[0]
+        tr = Transfer(request, route, 0, "control", 0, _noop)
+        tr.payload = payload
+        pkt = Packet(tr, 0, 0, 0, 0)
+        tr.packets = [pkt]
+        hops = request.hops if eng.record_hops else None
+        for h, w in enumerate(route.wires):
+            ready = t + overheads[h] if h else t
+            if hops is not None:
+                hops.append(("control", route.nodes[h], t, ready))
+            cross_control(w, pkt, ready)  # the packet path's wire step: counts the message, t_head = ready + latency
+            t = pkt.t_head
+        pkt.hop = route.hops
+        eng._at(t, pkt, self._arrive_control)
+        return tr
+
+    def _arrive_control(self, pkt: Packet) -> None:
+        """A control message has arrived: hand its payload to the last node, as the packet path's arrival does."""
+        tr = pkt.transfer
+        route = tr.route
+        now = pkt.t_head
+        if tr.t_first < 0:
+            tr.t_first = now
+        if self.engine.record_hops:
+            tr.request.hops.append((tr.kind, route.nodes[-1], now, now))
+        route.comps[-1].on_control(tr.payload, now, tr)
 
     def _start(self, tr: Transfer) -> None:
         eng = self.engine
         now = eng.env._now
         route = tr.route
-        info = self._route_info(route)
+        info = self.info.get(route)
+        if info is None:
+            info = self.info[route] = _RouteInfo(route)
         nbytes = tr.nbytes
-        head = nbytes if nbytes < self.flit else self.flit
-        t_head = now + info.base + head * info.inv_bw
+        head = self.flit
         npk = -(-nbytes // self.packet_bytes)
         for w in route.wires:
             cross_flow(w, nbytes, npk)
         if eng.record_hops:
             self._record_hops(tr, now, head)
-        if nbytes <= self.flit:  # one flit: its head latency is the whole transfer
-            eng._at(t_head, (tr.packets[0], t_head, t_head), self._arrive)
-            return
         cap = None
         ready = tr.ready
         if ready is not None:
@@ -223,16 +294,30 @@ class FlowScheduler:
             span = t_last - now + head / info.min_bw
             if span > 0 and nbytes / span < info.min_bw:
                 cap = nbytes / span
-        f = Flow(tr, route.wires, info.base + head * (info.inv_bw - 1.0 / info.min_bw), t_head, cap,
-                 next(self.seq))
+        f = Flow(tr, route.wires, info.base + head * (info.inv_bw - 1.0 / info.min_bw),
+                 now + info.base + head * info.inv_bw, cap, next(self.seq))
         f.t_ref = now
         self.flows += 1
+        on = self.on
+        alone = True
         for w in f.wires:
-            s = self.on.get(w)
+            s = on.get(w)
             if s is None:
-                s = self.on[w] = set()
+                s = on[w] = set()
+            elif s:
+                alone = False
             s.add(f)
-            self.dirty.add(w)
+        if alone:
+            # Alone on every wire: max-min gives it its bottleneck (or its source's pace), so it needs no solve.
+            # A flow that joins any of its wires later marks that wire dirty, and that solve includes this one.
+            f.rate = r = cap if cap is not None else info.min_bw
+            f.t_finish = now + f.left / r
+            heappush(self.heap, (f.t_finish, f.seq, f))
+            self._arm()
+            return
+        dirty = self.dirty
+        for w in f.wires:
+            dirty.add(w)
         self._request_solve()
 
     def _record_hops(self, tr: Transfer, now: float, head: int) -> None:
@@ -340,7 +425,8 @@ class FlowScheduler:
             for w in f.wires:
                 s = self.on[w]
                 s.discard(f)
-                self.dirty.add(w)
+                if s:  # the flows left on it may speed up (a wire left empty has nothing to solve)
+                    self.dirty.add(w)
             self._cut(f, now, True)
         if self.dirty:
             self._request_solve()
@@ -389,6 +475,10 @@ class FlowScheduler:
         if tr.t_first < 0:
             tr.t_first = t_head
         route.comps[-1].on_packet(pkt, t_head)
+
+
+def _noop(tr: Transfer, t: float) -> None:
+    """Completion of a control transfer: its destination's ``on_control`` carries the request on."""
 
 
 def _by_seq(f: Flow) -> int:
