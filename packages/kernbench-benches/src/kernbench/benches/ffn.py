@@ -12,7 +12,9 @@ Parameters (``-p NAME=VALUE`` or the environment variable):
 
 The model presets keep the ratio of their real layer (Mixtral-8x7B-like: H 4096, F 14336; DeepSeek-V3-like
 dense layer: H 7168, F 18432) scaled down by :data:`SCALE` in both widths, so that a partial output fits one
-PE_IPCQ slot and a run takes seconds; the scaled shape is printed in the metrics. Reported metrics:
+PE_IPCQ slot and a run takes seconds; the scaled shape is printed in the metrics. ``F`` must split into
+``SIPs x CUBES x PES`` equal blocks: the ``small`` shape's 768 does on the shipped 2-, 6- and 16-SIP topologies at
+the default placement; a preset that does not gives a one-line error naming the sizes. Reported metrics:
 ``ffn_ns`` (first PE entering the FFN kernel to the last leaving it, the in-SIP reduction included; the largest
 over the ranks), ``allreduce_ns`` (the cross-SIP all-reduce, 0 on one SIP), and the shape. With ``--data`` every
 rank's output is checked against numpy.
@@ -43,7 +45,7 @@ class Preset:
 #: Both widths of the model presets are divided by this.
 SCALE = 16
 PRESETS = {
-    "small": Preset(16, 64, 256),
+    "small": Preset(16, 64, 768),
     "mixtral": Preset(8, 4096 // SCALE, 14336 // SCALE),
     "deepseek": Preset(8, 7168 // SCALE, 18432 // SCALE),
 }
