@@ -6,6 +6,8 @@
     nox -s demo         the main job on the default topology
     nox -s docs         the Sphinx site, warnings as errors, checked in headless Chromium [-- sphinx-build options,
                         e.g. --jobs 2]; KERNBENCH_DOCS_STUDIES=skip etc. leave parts out (ADR 0036)
+    nox -s docs_check   the same site without study runs, gallery runs or the links page's run, and the same
+                        browser checks: the docs in CI's default run, under a minute (ADR 0036)
     nox -s golden       golden op-log digests of every bench (-- --update rewrites them)
     nox -s mutation     the mutation score: realistic one-line bugs the tests must catch (tests/mutation/)
     nox -s benchmarks   simulator-speed benchmarks into out/benchmarks/ (not part of pass/fail)
@@ -18,6 +20,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -28,7 +31,7 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["tests", "integration", "lint", "packaging"]
+nox.options.sessions = ["tests", "integration", "lint", "packaging", "docs_check"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.default_venv_backend = "uv|virtualenv"  # uv when installed (CI installs it): much faster installs
 
@@ -124,6 +127,48 @@ DOCS_DEPS = ["sphinx>=7", "myst-parser>=2", "furo>=2024.8", "sphinx-copybutton>=
              "sphinx-gallery>=0.17"]
 DOCS_HTML = "docs/_build/html"
 DOCS_SCREENSHOTS = "out/docs-screenshots"
+#: The docs check (CI): its own output and doctrees, so it never makes the full site's next build start over.
+DOCS_CHECK_HTML = "docs/_build/check/html"
+DOCS_CHECK_DOCTREES = "docs/_build/check/doctrees"
+DOCS_CHECK_SCREENSHOTS = "out/docs-check"
+#: What the docs check leaves out: the study runs (minutes on a cold cache), the gallery runs and the links page's
+#: all-reduce run and viewer screenshot. Every page is still built and says what it does not show.
+DOCS_SKIP = {"KERNBENCH_DOCS_STUDIES": "skip", "KERNBENCH_DOCS_GALLERY": "skip", "KERNBENCH_DOCS_VIEWER": "skip"}
+
+
+def _docs_install(session: nox.Session) -> None:
+    """Install the docs tools and the packages (editable: the site documents and runs the tree as it is) unless
+    this virtual environment already holds exactly that. The stamp is the requirement list and every package's
+    pyproject.toml, so a warm session installs nothing, and a changed dependency or entry point reinstalls."""
+    wanted = [*DOCS_DEPS, *TEST_DEPS, *BROWSER_DEPS]
+    digest = hashlib.sha256("\n".join(wanted).encode())
+    for name in PACKAGES:
+        digest.update(Path(f"packages/{name}/pyproject.toml").read_bytes())
+    stamp = Path(session.virtualenv.location) / ".kernbench-docs-install"
+    if stamp.is_file() and stamp.read_text() == digest.hexdigest():
+        session.log("docs: the docs tools and the packages (editable) are installed already; nothing to install")
+        return
+    session.install(*wanted, *[a for name in PACKAGES for a in ("-e", f"./packages/{name}")])
+    stamp.write_text(digest.hexdigest())
+
+
+def _browser_checks(session: nox.Session, html: str, screenshots: str) -> None:
+    """tests/test_docs_browser.py on the site in ``html``, keeping its screenshots in ``screenshots``."""
+    session.run("pytest", "tests/test_docs_browser.py", "-q", "-m", "slow", "-p", "no:cacheprovider",
+                env={"KERNBENCH_DOCS_HTML": html, "KERNBENCH_DOCS_SCREENSHOTS": screenshots})
+
+
+def _point_seconds() -> float:
+    """Seconds on one core per study point of the committed cold-run benchmark (benchmarks/results/studies.json:
+    every study, two workers): the estimate for a study with no results of its own yet."""
+    import json
+    import re
+
+    try:
+        run = json.loads(Path("benchmarks/results/studies.json").read_text())["runs"]["cold_all_jobs2"]
+        return 2 * run["wall_s"] / int(re.search(r"(\d+) points run", run["summary"]).group(1))
+    except (OSError, ValueError, KeyError, AttributeError):
+        return 1.0
 
 
 def _study_estimate(session: nox.Session) -> None:
@@ -150,7 +195,7 @@ def _study_estimate(session: nox.Session) -> None:
             walls = walls["point_wall_s"]
         except (OSError, ValueError, KeyError):
             walls = []
-        seconds += sum(walls[i] for i in idx if i < len(walls)) if walls else 60.0 * len(idx)
+        seconds += sum(walls[i] for i in idx if i < len(walls)) if walls else _point_seconds() * len(idx)
     jobs = os.cpu_count() or 1
     total = re.search(r"dry run: (\d+) points", out)
     session.log(f"docs: {sum(map(len, missing.values()))} of {total.group(1) if total else '?'} study points are "
@@ -171,14 +216,31 @@ def docs(session: nox.Session) -> None:
     the pages then say so."""
     import time
 
-    session.install(*DOCS_DEPS, *TEST_DEPS, *BROWSER_DEPS, *[f"./packages/{n}" for n in PACKAGES])
+    _docs_install(session)
     _study_estimate(session)
     start = time.monotonic()
     session.run("sphinx-build", "-W", "--keep-going", "-b", "html", *session.posargs, "docs", DOCS_HTML)
     session.log(f"docs: sphinx-build took {time.monotonic() - start:.0f} s")
-    session.run("pytest", "tests/test_docs_browser.py", "-q", "-m", "slow", "-p", "no:cacheprovider",
-                env={"KERNBENCH_DOCS_HTML": DOCS_HTML, "KERNBENCH_DOCS_SCREENSHOTS": DOCS_SCREENSHOTS})
+    _browser_checks(session, DOCS_HTML, DOCS_SCREENSHOTS)
     session.log(f"docs: site in {DOCS_HTML}/index.html, screenshots in {DOCS_SCREENSHOTS}/")
+
+
+@nox.session
+def docs_check(session: nox.Session) -> None:
+    """The docs site as CI builds it (ADR 0036): every page, warnings as errors, without the study runs, the
+    gallery runs and the links page's run (the pages say so), into docs/_build/check/html; then the same browser
+    checks as `nox -s docs` (no console error, no sideways scrolling at 390 and 1400 px, every image loading,
+    every internal link and anchor resolving), screenshots in out/docs-check/. Extra arguments go to
+    sphinx-build. The generated pages it writes into docs/ are the skipped ones: a later `nox -s docs` rewrites
+    them (and re-reads only those pages)."""
+    import time
+
+    _docs_install(session)
+    start = time.monotonic()
+    session.run("sphinx-build", "-W", "--keep-going", "-q", "-b", "html", "-d", DOCS_CHECK_DOCTREES,
+                *session.posargs, "docs", DOCS_CHECK_HTML, env=DOCS_SKIP)
+    session.log(f"docs_check: sphinx-build took {time.monotonic() - start:.0f} s")
+    _browser_checks(session, DOCS_CHECK_HTML, DOCS_CHECK_SCREENSHOTS)
 
 
 @nox.session

@@ -6,7 +6,8 @@ Build it with ``nox -s docs`` or, from the repository root::
 
 Pages under ``adr/generated/`` and ``reference/`` are written at build time by
 ``_ext/kernbench_docs.py`` (ADR copies, the topology spec field table and
-sample CLI output), and ``studies/{gemm,allreduce,gqa}.md``, their figures and
+sample CLI output), and ``studies/{gemm,allreduce,gqa}.md``, their figures,
+``validation.md`` (through ``_ext/kernbench_validation.py``) and
 ``adr/records.md`` (the ADR index) by ``_ext/kernbench_studies.py``, and the
 links page's run, heatmaps and viewer screenshot (``links/_generated/``) by
 ``_ext/kernbench_links.py``, the machine diagrams and the landing page's
@@ -17,8 +18,8 @@ fragments (``_generated/``) by ``_ext/kernbench_docs.py``, and the gallery
 Three environment variables make a build faster by leaving parts out (each
 page then says what was not built): ``KERNBENCH_DOCS_STUDIES=skip`` (no study
 runs), ``KERNBENCH_DOCS_VIEWER=skip`` (no links-page run or viewer screenshot)
-and ``KERNBENCH_DOCS_GALLERY=skip`` (gallery scripts shown, not run). See
-ADR 0036.
+and ``KERNBENCH_DOCS_GALLERY=skip`` (gallery scripts shown, not run); ``nox -s
+docs_check`` (CI) sets all three. See ADR 0036.
 """
 
 from __future__ import annotations

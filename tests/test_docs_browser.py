@@ -1,12 +1,14 @@
 """The built docs site in headless Chromium: no console errors, nothing scrolls sideways at phone and desktop
-width, every image loads, every internal link resolves; screenshots kept for review.
+width, every image loads, every internal link and anchor resolves (the API pages' highlighted-source links
+included); screenshots of the landing page, a study page and the viewer at both widths kept for review.
 
-The site is the one ``nox -s docs`` has just built (``KERNBENCH_DOCS_HTML``, set by that session, which also sets
-``KERNBENCH_DOCS_SCREENSHOTS`` to keep screenshots under ``out/docs-screenshots/``). Without it the tests build
-the site themselves into a temporary folder, which takes minutes: they are marked ``slow`` and run by
-``nox -s docs`` (in CI's default sessions), not by the plain test run. They skip where Sphinx and its
-extensions are not installed, and (like the viewer's tests, :mod:`tests.browser`) where Chromium is absent
-unless ``KERNBENCH_REQUIRE_BROWSER=1``.
+The site is the one a docs session has just built (``KERNBENCH_DOCS_HTML``): ``nox -s docs`` (the full site,
+screenshots under ``out/docs-screenshots/``) or ``nox -s docs_check``, one of the default sessions CI runs (the
+site without study runs, gallery runs or the links page's run, screenshots under ``out/docs-check/``; ADR 0036).
+``KERNBENCH_DOCS_SCREENSHOTS`` names the folder. Without a built site the tests build one themselves into a
+temporary folder, which takes minutes: they are marked ``slow``, so the plain test run leaves them out. They
+skip where Sphinx and its extensions are not installed, and (like the viewer's tests, :mod:`tests.browser`)
+where Chromium is absent unless ``KERNBENCH_REQUIRE_BROWSER=1``.
 """
 
 from __future__ import annotations
@@ -25,18 +27,20 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from .browser import console_errors, start_driver
+from .browser import console_errors, start_driver, wait_ready
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-#: The pages checked in the browser: the landing page, the quickstart (the README's page) and a study page.
-PAGES = {"landing": "index.html", "quickstart": "readme.html", "study": "studies/allreduce.html"}
+#: The pages checked in the browser: the landing page, the quickstart (the README's page), a study page and the
+#: validation page (the widest tables of the site).
+PAGES = {"landing": "index.html", "quickstart": "readme.html", "study": "studies/allreduce.html",
+         "validation": "validation.html"}
 #: Viewport widths in CSS pixels: a phone and a desktop.
 WIDTHS = {"phone": 390, "desktop": 1400}
 HEIGHTS = {"phone": 844, "desktop": 900}
-#: Screenshots kept for review: page and width.
-SHOTS = (("landing", "phone"), ("landing", "desktop"), ("study", "phone"), ("study", "desktop"))
+#: Screenshots kept for review: page and width (the viewer's are taken by its own test below).
+SHOTS = tuple((page, width) for page in ("landing", "study", "validation") for width in WIDTHS)
 DOC_DEPS = ("sphinx", "myst_parser", "furo", "sphinx_copybutton", "sphinx_design", "sphinx_gallery")
 
 
@@ -166,6 +170,42 @@ def test_phone_landing_shows_the_page_not_the_navigation(driver, server):
     assert state["cards"] >= 6 and state["figures"] >= 3, f"the landing lost its cards or pictures: {state}"
 
 
+@pytest.fixture(scope="module")
+def viewer(tmp_path_factory):
+    """``kernbench web`` on the default topology, exported as static files and served over HTTP."""
+    from kernbench.cli.web import export_viewer
+    from kernbench.topology import builtin
+
+    folder = tmp_path_factory.mktemp("viewer")
+    export_viewer(builtin(), folder)
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/index.html"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_viewer_loads_and_is_kept_as_a_screenshot(driver, viewer, width):
+    """The viewer the site links to, at phone and desktop width: ready, no console error; its screenshot is kept
+    beside the site's (its own tests, tests/test_web_viewer_ux.py, check what a user can do at each width)."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": WIDTHS[width], "height": HEIGHTS[width], "deviceScaleFactor": 1, "mobile": WIDTHS[width] < 600})
+    driver.get("about:blank")
+    driver.get(viewer + "#view=cube&sip=0&cube=0")
+    assert wait_ready(driver) == "1", driver.execute_script("return window.KB && KB.errors")
+    assert console_errors(driver) == []
+    shots = os.environ.get("KERNBENCH_DOCS_SCREENSHOTS")
+    if shots:
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        assert driver.save_screenshot(str(Path(shots) / f"viewer-{WIDTHS[width]}.png"))
+
+
 def test_dark_mode_toggle(driver, server):
     _open(driver, server + PAGES["study"], WIDTHS["desktop"], HEIGHTS["desktop"])
     before = driver.execute_script("return document.body.dataset.theme")
@@ -203,15 +243,9 @@ def _parse(path: Path) -> _Refs:
     return p
 
 
-def _viewcode(page: Path, target: Path, site: Path) -> bool:
-    """Whether a link runs between an API page and its highlighted source (sphinx.ext.viewcode's [source] and
-    [docs] links). Their files are checked, not their anchors: viewcode anchors a re-exported name, or a class
-    of a module that defines a Protocol, in one place and links it from another (22 such links today)."""
-    return "_modules" in page.relative_to(site).parts or "_modules" in target.relative_to(site).parts
-
-
 def test_every_internal_link_and_image_resolves(site):
-    """Every relative href and src of every page names a file of the site, and a #fragment an id on its page."""
+    """Every relative href and src of every page names a file of the site, and a #fragment an id on its page:
+    the API pages' [source] links and the highlighted sources' [docs] links back included."""
     pages = sorted(site.rglob("*.html"))
     assert len(pages) > 50, f"only {len(pages)} pages built"
     broken = []
@@ -226,7 +260,14 @@ def test_every_internal_link_and_image_resolves(site):
                 target = target / "index.html"
             if not target.is_file() or (site not in target.parents and target != site):
                 broken.append(f"{page.relative_to(site)}: {ref} (no such file)")
-            elif fragment and target.suffix == ".html" and unquote(fragment) not in _parse(target).ids \
-                    and not _viewcode(page, target, site):
+            elif fragment and target.suffix == ".html" and unquote(fragment) not in _parse(target).ids:
                 broken.append(f"{page.relative_to(site)}: {ref} (no id {fragment!r} there)")
     assert broken == [], f"{len(broken)} broken internal links:\n" + "\n".join(broken[:40])
+
+
+def test_validation_page_is_on_the_landing_cards_and_in_the_navigation(site):
+    """The validation page is reached from a landing card, the studies index and every page's sidebar."""
+    assert "validation.html" in _parse(site / "index.html").refs, "no landing card links the validation page"
+    assert "../validation.html" in _parse(site / "studies" / "index.html").refs
+    sidebar = (site / "tour.html").read_text(encoding="utf-8").split('class="sidebar-tree"', 1)[1]
+    assert 'href="validation.html"' in sidebar.split("</nav>", 1)[0], "the navigation lacks the validation page"

@@ -50,7 +50,10 @@ def test_quickstart_is_two_commands_and_the_second_is_what_ci_runs():
 def test_the_quickstart_sessions_exist_and_the_test_command_runs_the_default_sessions():
     noxfile = (ROOT / "noxfile.py").read_text()
     assert re.search(r"^def demo\(", noxfile, re.M) and re.search(r"^def report\(", noxfile, re.M)
-    assert 'nox.options.sessions = ["tests", "integration", "lint", "packaging"]' in noxfile
+    default = ["tests", "integration", "lint", "packaging", "docs_check"]
+    assert f"nox.options.sessions = {default}".replace("'", '"') in noxfile
+    testing = " ".join(_section("Testing").split())
+    assert all(f"`{name}`" in testing for name in default), "the README's Testing section names every default session"
     report = ["python3 -m pip install nox && python3 -m nox -s report"]
     assert _blocks(_section("The codesign report"), "bash") == report
 

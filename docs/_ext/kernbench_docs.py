@@ -19,6 +19,31 @@ Connected to ``config-inited`` (before Sphinx looks for source files), it:
   ``docs/_generated/``: the README's two quickstart commands, and (after the
   study pages are written) the headline study figure and the report card.
 
+It also keeps the API pages' cross-references and source links exact:
+
+* an annotation naming a class that two modules define (``Transfer`` in
+  ``kernbench.sim.fabric`` and ``kernbench.ccl.exchange``) resolves to the one
+  the annotating module imports, instead of an ambiguity warning;
+* the "[docs]" links of the highlighted source pages (``sphinx.ext.viewcode``)
+  point at the id each object is documented under: viewcode remembers one
+  documented module per source module, so an object whose source module was
+  first reached through another module's page (a class documented with
+  ``:inherited-members:``) got that module's name in its anchor;
+* highlighted source pages of modules that no longer exist are removed from
+  the output after a build;
+* when the navigation changed (a page added to a toctree, removed or
+  retitled), every page is written again: Sphinx rewrites only the pages it
+  re-read, so the others kept the old sidebar.
+
+And it makes Furo's navigation sidebar, most of a cold build's writing
+time, cheaper: the root toctrees' entries are resolved once per build
+(:func:`cache_toctree_entries`), and the sidebar of a page outside the toctree
+(a highlighted source, the index, the search page) once per folder
+(:func:`share_navigation`). The sample commands, the diagrams and (in
+``kernbench_links``) the links page's runs are made again only when their
+inputs changed (:func:`inputs_digest`), so a warm build with nothing changed
+runs none of them.
+
 Files are rewritten only when their content changes, so incremental builds stay
 incremental. Everything written here is listed in ``docs/.gitignore`` or, for
 ``docs/_generated/``, in the repository's ``.gitignore``.
@@ -26,9 +51,15 @@ incremental. Everything written here is listed in ``docs/.gitignore`` or, for
 
 from __future__ import annotations
 
+import ast
 import filecmp
+import functools
+import hashlib
+import importlib
+import importlib.util
 import json
 import os
+import posixpath
 import re
 import shutil
 import subprocess
@@ -40,6 +71,7 @@ from typing import Any
 
 from sphinx.application import Sphinx
 from sphinx.config import Config
+from sphinx.domains.python import PythonDomain
 from sphinx.errors import ExtensionError
 
 ADR_GLOB = "[0-9][0-9][0-9][0-9]-*.md"
@@ -56,6 +88,28 @@ def _write_if_changed(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists() or path.read_text(encoding="utf-8") != text:
         path.write_text(text, encoding="utf-8")
+
+
+def inputs_digest(repo: Path, *extra: object) -> str:
+    """SHA-256 over everything a build-time run can depend on: every file of the packages' sources (code, package
+    data, the viewer's assets), the shipped topology files and ``extra`` (the commands, the extension's own
+    source). Two builds with the same digest would run the same commands on the same code and inputs."""
+    h = hashlib.sha256()
+    files = [*(repo / "packages").glob("*/src/**/*"), *(repo / "topologies").glob("*.yaml")]
+    for path in sorted(f for f in files if f.is_file() and "__pycache__" not in f.parts):
+        h.update(path.relative_to(repo).as_posix().encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    h.update(repr(extra).encode())
+    return h.hexdigest()
+
+
+def reuse(stamp: Path, digest: str, outputs: list[Path]) -> bool:
+    """Whether the outputs of a build-time run are there and were made from inputs with this ``digest`` (the
+    content of ``stamp``, written by :func:`remember` after the run)."""
+    return stamp.is_file() and stamp.read_text(encoding="utf-8") == digest and all(p.exists() for p in outputs)
+
+
+def remember(stamp: Path, digest: str) -> None:
+    _write_if_changed(stamp, digest)
 
 
 # --------------------------------------------------------------------------- ADRs
@@ -337,6 +391,231 @@ def _landing_after_studies(app: Sphinx, config: Config) -> None:
     _write_if_changed(srcdir / GENERATED / "landing_report.myst", landing_report(srcdir.parent, srcdir))
 
 
+# --------------------------------------------------------------------------- API pages: references and sources
+
+
+@functools.cache
+def bound_name(modname: str, name: str) -> str | None:
+    """The full name that ``name`` (``Transfer``, ``Transfer.nbytes``) stands for inside module ``modname``: what
+    the module binds its first part to, whether at run time or only under ``TYPE_CHECKING`` (read from the
+    module's source). None when the module cannot be imported or does not bind it."""
+    head, _, rest = name.partition(".")
+    tail = f".{rest}" if rest else ""
+    try:
+        module = importlib.import_module(modname)
+    except Exception:  # a module the docs cannot import simply gives no answer
+        return None
+    obj = module.__dict__.get(head)
+    if obj is not None:
+        if isinstance(obj, type(module)):
+            return obj.__name__ + tail
+        owner, qual = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+        if isinstance(owner, str) and isinstance(qual, str):
+            return f"{owner}.{qual}{tail}"
+    try:
+        tree = ast.parse(Path(module.__file__ or "").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if (alias.asname or alias.name) == head:
+                    package = modname if Path(module.__file__ or "").name == "__init__.py" else \
+                        modname.rpartition(".")[0]
+                    source = importlib.util.resolve_name("." * node.level + (node.module or ""), package) \
+                        if node.level else node.module
+                    return f"{source}.{alias.name}{tail}"
+    return None
+
+
+class KernbenchPythonDomain(PythonDomain):
+    """The Python domain, with an ambiguous name resolved the way the module that wrote it would: an annotation
+    ``Transfer`` in ``kernbench.sim.protocol`` means the ``Transfer`` that module imports, whichever other module
+    also defines one. Any other ambiguity is left to Sphinx (a warning, an error under ``-W``)."""
+
+    def find_obj(self, env, modname, classname, name, type, searchmode=0):  # Sphinx's signature
+        matches = super().find_obj(env, modname, classname, name, type, searchmode)
+        if len(matches) > 1 and modname:
+            meant = bound_name(modname, name)
+            chosen = [m for m in matches if m[0] == meant]
+            if len(chosen) == 1:
+                return chosen
+        return matches
+
+
+def _viewcode_anchor(app: Sphinx, modname: str, name: str, docname: str) -> str | None:
+    """The id under which ``name`` of module ``modname`` is documented on page ``docname``: the module that
+    defines it (the API pages' rule), else the module viewcode remembered."""
+    objects = app.env.get_domain("py").objects
+    entry = getattr(app.env, "_viewcode_modules", {}).get(modname)
+    for owner in (modname, entry[3] if entry else None):
+        found = objects.get(f"{owner}.{name}") if owner else None
+        if found is not None and found.docname == docname:
+            return found.node_id
+    return None
+
+
+def _wrong_viewcode_links(app: Sphinx, modname: str) -> list[tuple[str, str]]:
+    """(anchor viewcode writes, the documented id) for every "[docs]" link of ``modname``'s source page that
+    viewcode would point at the wrong id."""
+    entry = getattr(app.env, "_viewcode_modules", {}).get(modname)
+    if not entry:
+        return []
+    _code, _tags, used, refname = entry
+    out = []
+    for name, docname in used.items():
+        right = _viewcode_anchor(app, modname, name, docname)
+        if right is not None and right != f"{refname}.{name}":
+            out.append((f"{refname}.{name}", right))
+    return out
+
+
+def fix_viewcode_backlinks(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """``html-page-context``: point each "[docs]" link of a highlighted source page at its documented id."""
+    if not pagename.startswith("_modules/") or "body" not in context:
+        return
+    body = context["body"]
+    for wrong, right in _wrong_viewcode_links(app, pagename.removeprefix("_modules/").replace("/", ".")):
+        body = body.replace(f'#{wrong}"', f'#{right}"')
+    context["body"] = body
+
+
+def refresh_viewcode_pages(app: Sphinx) -> list:
+    """``html-collect-pages``, before viewcode's: viewcode writes a source page only when its source is newer, so
+    remove the pages written with a wrong "[docs]" link by an earlier build (they are written again, right)."""
+    out = Path(app.outdir) / "_modules"
+    for modname in getattr(app.env, "_viewcode_modules", {}):
+        page = out / (modname.replace(".", "/") + ".html")
+        if _NAV_CHANGED and page.is_file():  # its sidebar is stale (see rewrite_on_navigation_change)
+            page.unlink()
+        wrong = _wrong_viewcode_links(app, modname) if page.is_file() else []
+        if wrong and any(f'#{w}"' in page.read_text(encoding="utf-8") for w, _ in wrong):
+            page.unlink()
+    return []
+
+
+def remove_stale_source_pages(app: Sphinx, exception: Exception | None) -> None:
+    """``build-finished``: delete the highlighted source pages of modules no page documents any more (Sphinx
+    never removes an output file), so the site and its link check see only current modules."""
+    out = Path(app.outdir) / "_modules"
+    modules = getattr(app.env, "_viewcode_modules", None)
+    if exception is not None or modules is None or not out.is_dir():
+        return
+    keep = {out / (m.replace(".", "/") + ".html") for m, entry in modules.items() if entry}
+    keep.add(out / "index.html")
+    for page in out.rglob("*.html"):
+        if page not in keep:
+            page.unlink()
+
+
+#: The navigation sidebars already resolved in this build for pages outside the toctree, by (folder, toctree
+#: arguments): see :func:`share_navigation`.
+_NAVIGATION: dict[tuple, str] = {}
+
+
+def share_navigation(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """``html-page-context``, before Furo's: Furo resolves the site's whole toctree for every page's sidebar, which
+    copies the contents of every page. A page that is not a document (a highlighted source, the index, the search
+    page) marks no sidebar entry as current, so its sidebar depends only on its folder (its links are relative to
+    it): resolve it once per folder instead of once per page."""
+    resolve = context.get("toctree")
+    if pagename in app.env.all_docs or not callable(resolve):
+        return
+    folder = posixpath.dirname(pagename)
+
+    def toctree(**kwargs) -> str:
+        key = (folder, tuple(sorted(kwargs.items())))
+        if key not in _NAVIGATION:
+            _NAVIGATION[key] = resolve(**kwargs)
+        return _NAVIGATION[key]
+
+    context["toctree"] = toctree
+
+
+#: The signature of Sphinx's ``_entries_from_toctree`` that :func:`cache_toctree_entries` knows (Sphinx 7.3 to 9).
+_ENTRIES_PARAMS = ("env", "prune", "titles_only", "collapse", "includehidden", "tags", "toctree_ancestors",
+                   "included", "excluded", "toctreenode", "parents", "subtree")
+#: Per build: the entries of each of the root document's toctrees, as the sidebar asks for them (titles only, not
+#: collapsed), with their text, the ancestry of the page that made them and whether a page with another ancestry
+#: made the same ("trusted"; see :func:`cache_toctree_entries`).
+_ENTRIES: dict[tuple, tuple[list, str, str, str]] = {}
+
+
+def cache_toctree_entries() -> None:
+    """Resolve the sidebar's toctree entries once per build instead of once per page.
+
+    For the sidebar Furo asks Sphinx for the whole site's toctree with page titles only, and Sphinx builds it for
+    every page by copying the full contents of every page (on the API pages, every documented object) and then
+    dropping all but the titles; the result is the same for every page until the current page is marked, which
+    happens afterwards. So the entries of each of the root document's toctrees are kept for the build and a copy
+    is handed out. Sphinx's function is private: the cache wraps it only when its signature is the one known
+    here, and a key is trusted only after a second page, with other ancestors, produced the same entries (else
+    that toctree is resolved per page, as without the cache)."""
+    import inspect
+
+    from sphinx.environment.adapters import toctree as adapter
+
+    original = adapter._entries_from_toctree
+    if getattr(original, "kernbench_cached", False):
+        return
+    if tuple(inspect.signature(original).parameters) != _ENTRIES_PARAMS:
+        return
+
+    def entries(env, prune, titles_only, collapse, includehidden, tags, toctree_ancestors, included, excluded,
+                toctreenode, parents, subtree=False):
+        args = (env, prune, titles_only, collapse, includehidden, tags, toctree_ancestors, included, excluded,
+                toctreenode, parents, subtree)
+        if not titles_only or collapse or subtree or parents:
+            return original(*args)
+        key = (id(env), id(toctreenode), prune, includehidden)
+        kept = _ENTRIES.get(key)
+        if kept is not None and kept[3] == "trusted":
+            return [node.deepcopy() for node in kept[0]]
+        result = original(*args)
+        text, ancestry = "".join(node.pformat() for node in result), "|".join(sorted(toctree_ancestors))
+        if kept is None:
+            _ENTRIES[key] = ([node.deepcopy() for node in result], text, ancestry, "seen")
+        elif kept[3] == "seen" and kept[2] != ancestry:
+            _ENTRIES[key] = (kept[0], text, ancestry, "trusted" if text == kept[1] else "per page")
+        return result
+
+    entries.kernbench_cached = True
+    adapter._entries_from_toctree = entries
+
+
+def _forget_navigation(app: Sphinx) -> None:
+    _NAVIGATION.clear()
+    _ENTRIES.clear()
+    _NAV_CHANGED.clear()
+
+
+#: Set (to True) in a build whose sidebar differs from the last build's (see :func:`rewrite_on_navigation_change`).
+_NAV_CHANGED: set[bool] = set()
+
+
+def navigation_signature(env) -> str:
+    """SHA-256 of what every page's sidebar shows: the toctrees (their captions, entries and options, page by
+    page) and every page's title."""
+    from sphinx import addnodes
+
+    trees = sorted((doc, repr([(n.get("caption"), n.get("entries"), n.get("hidden"), n.get("maxdepth"))
+                               for n in toc.findall(addnodes.toctree)])) for doc, toc in env.tocs.items())
+    titles = sorted((doc, title.astext()) for doc, title in env.titles.items())
+    return hashlib.sha256(repr((trees, titles)).encode()).hexdigest()
+
+
+def rewrite_on_navigation_change(app: Sphinx, env) -> list[str]:
+    """``env-updated``: Sphinx rewrites only the pages it re-read, so after a page was added to a toctree, removed
+    or retitled, every other page kept the old sidebar. When the sidebar changed since the last build (or the last
+    build did not record it), every page is written again, and the highlighted sources too."""
+    signature = navigation_signature(env)
+    if getattr(env, "kernbench_navigation", None) == signature:
+        return []
+    env.kernbench_navigation = signature
+    _NAV_CHANGED.add(True)
+    return sorted(env.found_docs)
+
+
 # --------------------------------------------------------------------------- Sphinx hook
 
 
@@ -345,10 +624,23 @@ def _generate(app: Sphinx, config: Config) -> None:
     repo = srcdir.parent
     sync_adrs(repo, srcdir)
     _write_if_changed(srcdir / "reference" / "spec_fields.md", spec_fields_page())
-    page, subs = cli_samples(repo)
-    _write_if_changed(srcdir / "reference" / "cli_samples.md", page)
+    # The sample commands and the diagrams run only when the code, the topologies or this file changed since the
+    # last build (their stamps, beside their outputs, hold the digest of those inputs).
+    digest = inputs_digest(repo, TOPOLOGY_CMD, PROBE_H2D_CMD, PROBE_CONTENTION_CMD, DIAGRAM_VIEWS,
+                           os.environ.get("KERNBENCH_CACHE_DIR"), Path(__file__).read_bytes())
+    samples, subs_file = srcdir / "reference" / "cli_samples.md", srcdir / GENERATED / "cli_samples.json"
+    if reuse(subs_file.with_suffix(".sha256"), digest, [samples, subs_file]):
+        subs = json.loads(subs_file.read_text(encoding="utf-8"))
+    else:
+        page, subs = cli_samples(repo)
+        _write_if_changed(samples, page)
+        _write_if_changed(subs_file, json.dumps(subs, indent=1, sort_keys=True) + "\n")
+        remember(subs_file.with_suffix(".sha256"), digest)
     config.myst_substitutions = {**config.myst_substitutions, **subs}
-    machine_diagrams(repo, srcdir)
+    drawn = [srcdir / GENERATED / "diagrams" / f"{v}.svg" for v in DIAGRAM_VIEWS]
+    if not reuse(srcdir / GENERATED / "diagrams.sha256", digest, drawn):
+        machine_diagrams(repo, srcdir)
+        remember(srcdir / GENERATED / "diagrams.sha256", digest)
     _write_if_changed(srcdir / GENERATED / "landing_start.myst", landing_start(repo))
 
 
@@ -356,4 +648,12 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("config-inited", _generate)
     app.connect("config-inited", _landing_after_studies, priority=700)  # after kernbench_studies (600)
     app.connect("include-read", rewrite_readme_links)
+    app.add_domain(KernbenchPythonDomain, override=True)
+    app.connect("html-collect-pages", refresh_viewcode_pages, priority=400)  # before viewcode's (500)
+    app.connect("html-page-context", fix_viewcode_backlinks)
+    app.connect("build-finished", remove_stale_source_pages)
+    app.connect("builder-inited", _forget_navigation)
+    app.connect("env-updated", rewrite_on_navigation_change)
+    cache_toctree_entries()
+    app.connect("html-page-context", share_navigation, priority=400)  # before Furo's sidebar (500)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

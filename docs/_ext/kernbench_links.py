@@ -9,7 +9,9 @@ Connected to ``config-inited``, it runs, from the repository root:
    into ``docs/links/_generated/viewer.png``;
 
 and writes ``docs/links/_generated/results.myst`` (the figures with their commands, the table, the numbers),
-which ``docs/links.md`` includes. Nothing is pasted in by hand; the generated folder is git-ignored.
+which ``docs/links.md`` includes. Nothing is pasted in by hand; the generated folder is git-ignored. The runs are
+repeated only when their inputs changed since the last build (the packages' sources, the topology files, the
+commands, this file: :func:`kernbench_docs.inputs_digest`, kept in ``docs/links/_generated/inputs.sha256``).
 ``KERNBENCH_DOCS_VIEWER=skip`` skips the runs (the fragment then says the figures were not built); a
 missing Chromium fails the build with the command that installs it.
 """
@@ -129,13 +131,23 @@ def skipped_page() -> str:
 
 
 def _generate(app: Sphinx, config: Config) -> None:
+    from kernbench_docs import inputs_digest, remember, reuse
+
     srcdir = Path(app.srcdir)
     repo = srcdir.parent
     out = srcdir / "links" / "_generated" / "results.myst"
+    stamp = out.with_name("inputs.sha256")
     if os.environ.get("KERNBENCH_DOCS_VIEWER") == "skip":
         _write_if_changed(out, skipped_page())
+        stamp.unlink(missing_ok=True)
+        return
+    digest = inputs_digest(repo, CCL_BYTES, RUN_CMD, TRAY_CMD, SIP_CMD, EXPORT_CMD, SHOT_VIEW, CHROMIUM_FLAGS,
+                           os.environ.get("KERNBENCH_CACHE_DIR"), Path(__file__).read_bytes())
+    figures = [repo / GEN / name for name in ("allreduce-heatmap.svg", "allreduce-sip0.svg", "viewer.png")]
+    if reuse(stamp, digest, [out, *figures]):
         return
     _write_if_changed(out, results_page(repo))
+    remember(stamp, digest)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
