@@ -194,9 +194,9 @@ def _ablation_numbers(doc: dict, nums: Numbers, seeds: dict[str, str]) -> dict[s
         ring, torus, mesh = (series[p][t.name] for t in (RING_1D, TORUS_2D, MESH_2D_NO_WRAP))
         where = f"{SRC}: allreduce_ns, {panel} panel"
         _ratio(nums, f"kbAr{p}TorusOverRingSmall", ring[0]["allreduce_ns"] / torus[0]["allreduce_ns"],
-               f"{where}: ring_1d / torus_2d at the smallest payload")
+               f"{where}: {RING_1D.name} / {TORUS_2D.name} at the smallest payload")
         _ratio(nums, f"kbAr{p}TorusOverMeshSmall", mesh[0]["allreduce_ns"] / torus[0]["allreduce_ns"],
-               f"{where}: mesh_2d_no_wrap / torus_2d at the smallest payload")
+               f"{where}: {MESH_2D_NO_WRAP.name} / {TORUS_2D.name} at the smallest payload")
         for t, tag in TOPOLOGIES.items():
             rows = series[p][t]
             if p != "Ex":  # one cube per SIP changes nothing between SIPs: the same steps as the topology panel
@@ -218,9 +218,11 @@ def _ablation_numbers(doc: dict, nums: Numbers, seeds: dict[str, str]) -> dict[s
                 claims[f"kbClaimAr{p}RingMesh"] = rf"the ring wins at every payload (by up to \kbAr{p}RingLeadMax)"
             else:
                 nums.count(f"kbAr{p}RingFasterCount", len(faster),
-                           f"{where}: payloads at which ring_1d beats mesh_2d_no_wrap")
-                nums.text(f"kbAr{p}RingFasterFrom", _size(faster[0]), f"{where}: smallest payload ring_1d beats mesh")
-                nums.text(f"kbAr{p}RingFasterTo", _size(faster[-1]), f"{where}: largest payload ring_1d beats mesh")
+                           f"{where}: payloads at which {RING_1D.name} beats {MESH_2D_NO_WRAP.name}")
+                nums.text(f"kbAr{p}RingFasterFrom", _size(faster[0]), f"{where}: smallest payload {RING_1D.name} beats "
+                          f"{MESH_2D_NO_WRAP.name}")
+                nums.text(f"kbAr{p}RingFasterTo", _size(faster[-1]), f"{where}: largest payload {RING_1D.name} beats "
+                          f"{MESH_2D_NO_WRAP.name}")
                 i = payloads.index(faster[0])
                 where_ring = (rf"from \kbAr{p}RingFasterFrom{{}} to \kbAr{p}RingFasterTo{{}}"
                               if faster == payloads[i:i + len(faster)]
@@ -246,9 +248,9 @@ def _ablation_numbers(doc: dict, nums: Numbers, seeds: dict[str, str]) -> dict[s
     torus = series[""][TORUS_2D.name]
     small = torus[0]
     nums.pct("kbArSipShareSmall", (small["reduce_ns"] + small["broadcast_ns"]) / small["allreduce_ns"],
-             f"{SRC}: (reduce_ns + broadcast_ns) / allreduce_ns, torus_2d, smallest payload")
-    nums.ns("kbArReduceSmall", small["reduce_ns"], f"{SRC}: reduce_ns torus_2d, smallest payload", 0)
-    nums.ns("kbArBroadcastSmall", small["broadcast_ns"], f"{SRC}: broadcast_ns torus_2d, smallest payload", 0)
+             f"{SRC}: (reduce_ns + broadcast_ns) / allreduce_ns, {TORUS_2D.name}, smallest payload")
+    nums.ns("kbArReduceSmall", small["reduce_ns"], f"{SRC}: reduce_ns {TORUS_2D.name}, smallest payload", 0)
+    nums.ns("kbArBroadcastSmall", small["broadcast_ns"], f"{SRC}: broadcast_ns {TORUS_2D.name}, smallest payload", 0)
     # how far the SIP-internal phases of the three topologies lie apart, over every payload (the mechanism says:
     # not at all, the topology only changes the exchange)
     spread = max(max(abs(r["reduce_ns"] + r["broadcast_ns"] - (x["reduce_ns"] + x["broadcast_ns"]))
@@ -263,14 +265,15 @@ def _ablation_numbers(doc: dict, nums: Numbers, seeds: dict[str, str]) -> dict[s
     big, low = torus[-1], torus[0]
     span = big["bytes_per_pe"] - low["bytes_per_pe"]
     nums.plain("kbArAccNsPerB", (big["model_accumulate_ns"] - low["model_accumulate_ns"]) / big["accumulates"] / span,
-               f"{SRC}: model_accumulate_ns per accumulate and byte, torus_2d, smallest to largest payload", "ns/B")
+               f"{SRC}: model_accumulate_ns per accumulate and byte, {TORUS_2D.name}, smallest to largest "
+               "payload", "ns/B")
     nums.plain("kbArMsgNsPerB", (big["model_message_ns"] - low["model_message_ns"]) / big["messages"] / span,
-               f"{SRC}: model_message_ns per message and byte, torus_2d, smallest to largest payload", "ns/B")
+               f"{SRC}: model_message_ns per message and byte, {TORUS_2D.name}, smallest to largest payload", "ns/B")
     ex = {t: rows[0]["exchange_ns"] for t, rows in series[""].items()}
     _ratio(nums, "kbArExchTorusOverRingSmall", ex[RING_1D.name] / ex[TORUS_2D.name],
-           f"{SRC}: exchange_ns ring_1d / torus_2d, topology panel, smallest payload")
+           f"{SRC}: exchange_ns {RING_1D.name} / {TORUS_2D.name}, topology panel, smallest payload")
     _ratio(nums, "kbArExchTorusOverMeshSmall", ex[MESH_2D_NO_WRAP.name] / ex[TORUS_2D.name],
-           f"{SRC}: exchange_ns mesh_2d_no_wrap / torus_2d, topology panel, smallest payload")
+           f"{SRC}: exchange_ns {MESH_2D_NO_WRAP.name} / {TORUS_2D.name}, topology panel, smallest payload")
     ex_ring = series["Ex"][RING_1D.name][0]["allreduce_ns"] / series["Ex"][TORUS_2D.name][0]["allreduce_ns"]
     ex_mesh = series["Ex"][MESH_2D_NO_WRAP.name][0]["allreduce_ns"] / series["Ex"][TORUS_2D.name][0]["allreduce_ns"]
     close = {k: abs(v / seed_number(f"seedArTorusOver{k}Small", seeds) - 1) <= CLOSE
