@@ -59,8 +59,6 @@ from kernbench.studies.graphs import study_graph
 from kernbench.topology import naming as nm
 from kernbench.topology.sip_topologies import SHIPPED, TORUS_2D
 
-register_algorithm(allreduce_oneway)  # the schedule ablation's ccl.yaml names it (in every worker process too)
-
 #: The 6-SIP 2×3 file of each shipped SIP topology family (``6sip_2x3_<family>.yaml``).
 TOPOLOGIES: tuple[str, ...] = tuple(f"6sip_2x3_{t.name}.yaml" for t in SHIPPED)
 TORUS = f"6sip_2x3_{TORUS_2D.name}.yaml"
@@ -246,6 +244,9 @@ def run_point(params: Mapping[str, Scalar], ctx: PointContext) -> dict[str, Scal
     world = spec.system.sips.count
     torch = RuntimeContext(graph, data=False)
     if schedule == ONE_WAY:
+        # registered here, in the process that runs the point, so that importing the study adds nothing to the
+        # algorithm modules every other ccl.yaml may name
+        register_algorithm(allreduce_oneway)
         measured = all_reduce_with_config(torch, nbytes, kind, allreduce_oneway.CCL_YAML)
     else:
         measured, _ = all_reduce_sips(torch, nbytes, kind, values=False)
