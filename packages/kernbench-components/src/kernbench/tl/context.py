@@ -15,8 +15,8 @@ tracker (:mod:`kernbench.tl.hazards`).
 
 The ``tl`` API is spread by job: data movement, identity, scopes, GEMM,
 composites and waits here; math-engine ops in :mod:`kernbench.tl.elementwise`;
-PE-to-PE messages in :mod:`kernbench.tl.messages`; composite lowering in
-:mod:`kernbench.tl.build`.
+PE-to-PE messages in :mod:`kernbench.tl.messages`; row gathers and scatters in
+:mod:`kernbench.tl.rows`; composite lowering in :mod:`kernbench.tl.build`.
 
 In data mode every command also carries its numpy effect, applied when the
 command completes; f16 arithmetic is done in f32 and rounded.
@@ -40,6 +40,7 @@ from kernbench.tl.hazards import Hazards
 from kernbench.tl.issue import Issuer, KernelHost, RecordingIssuer, SimIssuer
 from kernbench.tl.messages import MessageOps
 from kernbench.tl.pointers import call_kernel
+from kernbench.tl.rows import RowOps
 from kernbench.tl.scratch import ScratchArena
 from kernbench.tl.tensors import TensorArg, TensorHandle, TensorLease, TLError
 from kernbench.topology.tcm_layout import TcmLayout
@@ -55,7 +56,7 @@ def record(fn, *args, spec, kernel: str = "kernel", pe: tuple[int, int, int] = (
     return ctx.commands
 
 
-class TLContext(ElementwiseOps, MessageOps):
+class TLContext(ElementwiseOps, MessageOps, RowOps):
     """The ``tl`` object a kernel receives: its PE, program ids, scratch and every ``tl.*`` operation."""
 
     __slots__ = ("_builder", "_clock_ghz", "_descriptor_cap", "_hazards", "_issuer", "_loose_scopes", "_program",
@@ -234,6 +235,9 @@ class TLContext(ElementwiseOps, MessageOps):
             raise TLError(f"tl.{op} expects a tensor argument, got {type(arg).__name__}")
         if arg.lease is not None:
             self._check_arg(op, arg.lease)
+        if arg.addr is None:
+            raise TLError(f"tl.{op}: this tensor argument ({arg.dtype}{list(arg.tensor_shape or ())}) was passed "
+                          f"by_address and has no shard on this PE; address it with tl.global_ref(arg)[...]")
         if arg.va is not None:
             h = self._handle(arg.va, arg.shape, arg.dtype, "hbm", virtual=True)
         else:

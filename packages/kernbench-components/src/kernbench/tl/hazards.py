@@ -2,8 +2,9 @@
 
 Three kinds of asynchronous work can still be touching a kernel's memory:
 
-* *fills* — a lazy ``tl.load`` or a ``tl.recv_async`` writing a TCM tensor;
-  the tensor's first reader waits for it (``TensorHandle.ready``);
+* *fills* — a lazy ``tl.load`` or a ``tl.recv_async`` writing a TCM tensor
+  (``tl.load_rows``: several DMAs); the tensor's first reader waits for them
+  (``TensorHandle.ready``, an event or a tuple of events);
 * *composites* — in flight with the byte ranges they read and write; an
   operation that reads a range a composite writes, or writes a range it reads
   or writes, waits for it first;
@@ -61,6 +62,11 @@ class Hazards:
         for h in handles:
             if isinstance(h, TensorHandle) and h.ready is not None:
                 ev, h.ready = h.ready, None
+                if type(ev) is tuple:  # a tile filled by several DMAs (tl.load_rows)
+                    for e in ev:
+                        self.block(e)
+                    self.fills = [(off, e) for off, e in self.fills if e not in ev]
+                    continue
                 self.block(ev)
                 self.fills = [(off, e) for off, e in self.fills if e is not ev]
 

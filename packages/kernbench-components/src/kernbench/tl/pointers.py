@@ -62,6 +62,9 @@ class Pointer(int):
     """
 
     def __new__(cls, arg: TensorArg, index: int, offset: int = 0) -> Pointer:
+        if arg.addr is None:
+            raise TLError(f"tensor argument {index} was passed by_address: a pointer-form kernel addresses its "
+                          f"arguments through their local shards, and it has none on this PE; pass the tensor itself")
         base = arg.addr.encode()
         ptr = super().__new__(cls, base + offset)
         ptr.arg, ptr.index, ptr.offset = arg, index, offset

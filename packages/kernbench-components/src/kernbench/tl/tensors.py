@@ -53,10 +53,13 @@ class TensorArg:
     and the whole tensor's virtual base and shape, so a kernel can address
     any part of it with :meth:`~kernbench.tl.context.TLContext.global_ref` (the PE's MMU
     translates each access). ``lease`` (set by the runtime) ties the argument
-    to its tensor's life and session; hand-made arguments have none.
+    to its tensor's life and session; hand-made arguments have none. A tensor
+    passed by address only (``kernbench.runtime.by_address``) has no local
+    shard on the PE: ``addr`` is None and ``shape`` empty, and only
+    ``global_ref`` reaches it.
     """
 
-    addr: PhysAddr
+    addr: PhysAddr | None
     shape: tuple[int, ...]
     dtype: str
     va: int | None = None

@@ -3,8 +3,12 @@
 A launch targets the PEs holding the first tensor argument's shards; every
 tensor argument must have a shard on each of those PEs, which the kernel
 receives there as a :class:`~kernbench.tl.TensorArg` (its local shard, plus
-virtual addresses when the tensor has them). Other arguments (numbers,
-strings) pass through unchanged. :class:`LaunchOps` submits one
+virtual addresses when the tensor has them). A tensor wrapped in
+:func:`by_address` is exempt: every PE receives it by its virtual address
+only, with no local shard, and reaches any part of it with
+``tl.global_ref`` (its MMU translating each access, the bytes crossing the
+fabric from wherever they live). Other arguments (numbers, strings) pass
+through unchanged. :class:`LaunchOps` submits one
 ``KernelLaunchMsg`` and returns a :class:`LaunchHandle`; ``wait`` runs the
 simulation until it completes.
 
@@ -30,6 +34,23 @@ from kernbench.sim import Request
 from kernbench.tl import TensorArg, TLContext, call_kernel
 from kernbench.topology import naming as nm
 from kernbench.topology.address import PhysAddr
+
+
+@dataclass(frozen=True)
+class ByAddress:
+    """A launch argument: ``tensor`` passed to every PE of the launch by its virtual address only (see
+    :func:`by_address`)."""
+
+    tensor: Tensor
+
+
+def by_address(tensor: Tensor) -> ByAddress:
+    """Pass ``tensor`` to a launch by its virtual address: every PE of the launch may address any part of it with
+    ``tl.global_ref``, whether or not it holds a shard (``tl.ref``/``tl.load`` of it are refused, since it has no
+    local shard to name). The tensor needs virtual addresses (a context made with ``virtual=True``, the default)."""
+    if not isinstance(tensor, Tensor):
+        raise RuntimeApiError(f"by_address: expected a tensor of this runtime, got {type(tensor).__name__}")
+    return ByAddress(tensor)
 
 
 @dataclass(eq=False)
@@ -110,14 +131,28 @@ class LaunchOps:
                                   f"{type(fn).__name__}")
         tensors = [a for a in args if isinstance(a, Tensor)]
         if not tensors:
-            raise RuntimeApiError(f"launch {name!r}: pass at least one tensor to decide the target PEs")
+            raise RuntimeApiError(f"launch {name!r}: pass at least one tensor (not by_address) to decide the target "
+                                  f"PEs")
         for t in tensors:
             self._live(t, f"launch {name!r}")
+        for i, a in enumerate(args):
+            if isinstance(a, ByAddress):
+                self._live(a.tensor, f"launch {name!r}")
+                if a.tensor.va is None:
+                    raise RuntimeApiError(f"launch {name!r}: argument {i} is passed by_address but its tensor has no "
+                                          f"virtual addresses; make the context with virtual=True (the default)")
         pes = sorted({(s.sip, s.cube, s.pe) for s, _ in tensors[0].shards})
+        for a in args:
+            if isinstance(a, ByAddress):
+                self._map_also(a.tensor, pes)  # through the fabric, before the kernel can use it
         targets = []
         for pe in pes:
             pe_args = []
             for i, a in enumerate(args):
+                if isinstance(a, ByAddress):
+                    t = a.tensor
+                    pe_args.append(TensorArg(None, (), t.dtype, None, t.va, t.shape, lease=t.lease))
+                    continue
                 if not isinstance(a, Tensor):
                     pe_args.append(a)
                     continue

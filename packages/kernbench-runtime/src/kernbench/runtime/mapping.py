@@ -35,6 +35,19 @@ class VirtualMapping:
         cube. Replicated parts therefore always resolve to the closest copy,
         and a PE never maps one virtual byte twice.
         """
+        self._map_on(t, [(s.sip, s.cube, s.pe) for s, _ in t.shards])
+
+    def _map_also(self, t: Tensor, pes: list[tuple[int, int, int]]) -> None:
+        """Install the tensor's virtual range in the MMUs of ``pes`` (sip, cube, pe) that do not map it yet, with
+        the same choice of copies as :meth:`_map`; :meth:`_unmap` removes these entries with the rest. This is how
+        a launch gives a tensor passed :func:`~kernbench.runtime.launching.by_address` to PEs without a shard."""
+        holders = {(s.sip, s.cube, s.pe) for s, _ in t.shards}
+        new = [pe for pe in dict.fromkeys(pes) if pe not in holders and pe not in t.mapped_also]
+        if new:
+            self._map_on(t, new)
+            t.mapped_also.update(new)
+
+    def _map_on(self, t: Tensor, pes: list[tuple[int, int, int]]) -> None:
         item = np.dtype(t.dtype).itemsize
         cols = t.shape[-1] if t.shape else 1
         copies: dict[tuple, list[tuple[Shard, PhysAddr]]] = {}
@@ -56,18 +69,19 @@ class VirtualMapping:
                                             for r in range(r0, r1))
             return entries_of[key]
 
-        def closest(me: Shard, group):
-            return min(group, key=lambda p: (p[0].pe != me.pe or p[0].cube != me.cube, p[0].cube != me.cube,
-                                            p[0].pe != me.pe, abs(p[0].cube - me.cube), p[0].cube, p[0].pe))
+        def closest(cube: int, pe: int, group):
+            return min(group, key=lambda p: (p[0].pe != pe or p[0].cube != cube, p[0].cube != cube,
+                                            p[0].pe != pe, abs(p[0].cube - cube), p[0].cube, p[0].pe))
 
         reqs = []
-        for me, _ in t.shards:
-            mine = [e for group in copies.values() for e in entries(closest(me, group))]
-            reqs.append(self.engine.submit(MmuMapMsg(me.sip, me.cube, me.pe, tuple(mine))))
+        for sip, cube, pe in pes:
+            mine = [e for group in copies.values() for e in entries(closest(cube, pe, group))]
+            reqs.append(self.engine.submit(MmuMapMsg(sip, cube, pe, tuple(mine))))
         self._drain(reqs)
 
     def _unmap(self, t: Tensor) -> None:
         """Remove the tensor's virtual range from the MMUs that mapped it."""
-        reqs = [self.engine.submit(MmuMapMsg(s.sip, s.cube, s.pe, ((t.va, 0, t.nbytes),), unmap=True))
-                for s, _ in t.shards]
+        pes = [*((s.sip, s.cube, s.pe) for s, _ in t.shards), *sorted(t.mapped_also)]
+        reqs = [self.engine.submit(MmuMapMsg(sip, cube, pe, ((t.va, 0, t.nbytes),), unmap=True))
+                for sip, cube, pe in pes]
         self._drain(reqs)

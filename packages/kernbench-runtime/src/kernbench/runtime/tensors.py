@@ -51,6 +51,7 @@ class Tensor:
     va: int | None = None
     owner: TensorOps | None = field(default=None, repr=False)  # the RuntimeContext that created it
     lease: TensorLease | None = field(default=None, repr=False)  # what its kernel arguments are checked against
+    mapped_also: set[tuple[int, int, int]] = field(default_factory=set, repr=False)  # by_address launch PEs
 
     @property
     def label(self) -> str:
