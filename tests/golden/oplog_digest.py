@@ -82,6 +82,7 @@ VARIANTS: dict[str, list[dict[str, str]]] = {
                    {"GQA_PARTITION": "short", "GQA_HKV": "2", "GQA_VARIANT": "opt3"}],
     "gqa-prefill": [{"GQA_MODE": "short", "GQA_PES": "4"}],
     "all-to-all": [{"CCL_A2A_ALGORITHM": "grid_all_to_all_hierarchical"}],
+    "moe": [{"MOE_DISTRIBUTION": "zipf", "MOE_CAPACITY": "1.0", "MOE_SHARED": "yes", "MOE_PES": "4"}],
 }
 
 

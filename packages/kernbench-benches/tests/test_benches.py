@@ -18,7 +18,7 @@ def graph():
 def test_registered_names():
     names = [b.name for b in discover().benches]
     assert names == ["all-gather", "all-to-all", "ccl-allreduce", "ffn", "gemm-single-pe", "gqa-decode",
-                     "gqa-decode-single-pe", "gqa-headline", "gqa-prefill", "matmul-composite", "qkv-gemm",
+                     "gqa-decode-single-pe", "gqa-headline", "gqa-prefill", "matmul-composite", "moe", "qkv-gemm",
                      "qkv-gemm-multi-pe", "reduce-scatter", "tp-mlp", "va-offset-verify"]
     for b in discover().benches:
         for p in b.params:  # every declared parameter is documented under its environment variable too
