@@ -347,8 +347,9 @@ def test_study_pool_workers_exit_when_the_parent_dies(executor, sig):
 
 def test_a_scaled_mesh_cache_entry_never_reaches_a_latency(tmp_path):
     """The cube-mesh cache entry of a topology edited to 1.2x its coordinates (the wires 20 % longer) used to give
-    gemm-single-pe a latency of 3821.14 ns instead of 3645.86 ns; the entry is regenerated with a warning and the
-    run's latency is the clean one, exactly."""
+    gemm-single-pe a latency of 3821.14 ns instead of the clean 3645.86 ns (3659.86 ns since HBM read replies are
+    paced causally, ADR 0005); the entry is regenerated with a warning and the run's latency is the clean one,
+    exactly."""
     env = {**os.environ, "KERNBENCH_CACHE_DIR": str(tmp_path / "cache")}
     topo = tmp_path / "topology.yaml"
     topo.write_text(DEFAULT_TOPOLOGY.read_text())
@@ -361,7 +362,7 @@ def test_a_scaled_mesh_cache_entry_never_reaches_a_latency(tmp_path):
         return json.loads(proc.stdout)["latency_ns"], proc.stderr
 
     clean, _ = latency()
-    assert round(clean, 2) == 3645.86
+    assert round(clean, 2) == 3659.86
     (entry,) = (tmp_path / "cache").rglob("*.yaml")
     data = yaml.safe_load(entry.read_text())
     data["col_xs"] = [x * 1.2 for x in data["col_xs"]]

@@ -162,12 +162,13 @@ def test_hbm_read_of_8_bursts(make_engine, resolver, local_prop):
 
 
 def test_hbm_read_reply_is_paced_by_the_channels(make_engine, resolver, local_prop):
-    """4096 B: bursts 8..15 are ready only at +32, so the reply's flits leave 16/15 ns apart and
-    the last one reaches the PE 1 + 2 + 1 ns + L' after it was read."""
+    """4096 B: bursts 0..7 are ready at +16 and 8..15 only at +32. Paced evenly from +16 to +32, flit 8
+    would leave before its data; the reply link takes 1 ns a flit, so the flits leave 1 ns apart from
+    32 - 8 = +24 and the last at +39, 7 ns after it was read, then reaches the PE 1 + 2 + 1 ns + L' later."""
     (req,) = run(make_engine(), PeDmaReadMsg(0, 0, 0, resolver.hbm_addr(0, 0, 0), 4096))
     fwd, back = local_prop
     t_cmd = 2 + 0.25 + 2 + 0.25 + fwd
-    assert req.latency_ns == approx(t_cmd + 10 + 32 + 4 + back)
+    assert req.latency_ns == approx(t_cmd + 10 + 32 + 7 + 4 + back)
 
 
 def test_pe_dma_read_is_slower_than_the_write_and_returns_on_the_reverse_path(make_engine, resolver,

@@ -112,6 +112,7 @@ class _Engine:
     """What ``HbmCtrl`` reads of an engine when it serves a read: sizes, and where the reply and the row go."""
 
     def __init__(self, fidelity: str) -> None:
+        self.graph = SimpleNamespace(out_edges=lambda node_id: (SimpleNamespace(bw_gbs=256.0),))  # the reply link
         self.fidelity = fidelity
         self.flit_bytes = FLIT
         self.packet_bytes = 4096

@@ -30,11 +30,15 @@ from kernbench.sim.component import Component
 from kernbench.sim.fabric import Packet, Transfer
 from kernbench.sim.protocol import Engine
 
+#: A read's flit counts as early only if it would leave more than this before its data is ready (ns): less is
+#: float rounding, so a linear ready list keeps its linear pacing bit for bit.
+LATE_NS = 1e-6
+
 
 class HbmCtrl(Component):
     """HBM controller of one PE's slice with per-pseudo-channel parallelism."""
 
-    __slots__ = ("burst", "channels", "flow", "free", "ns_per_byte")
+    __slots__ = ("burst", "channels", "flit_ns", "flow", "free", "ns_per_byte")
 
     def __init__(self, engine: Engine, node) -> None:
         super().__init__(engine, node)
@@ -43,6 +47,10 @@ class HbmCtrl(Component):
         self.burst = int(a["burst_bytes"])
         self.ns_per_byte = 1.0 / float(a["channel_bw_gbs"])
         self.free = [0.0] * self.channels
+        # the time a flit takes on the link a read's reply leaves by (the fastest, if there are several): no
+        # reply can send its flits closer together than that
+        edges = engine.graph.out_edges(node.id)
+        self.flit_ns = min((engine.flit_bytes / e.bw_gbs for e in edges), default=0.0)
         self.flow = getattr(engine, "fidelity", "packet") == "flow"  # serve in closed form (module docstring)
 
     def on_packet(self, pkt: Packet, t_head: float) -> None:
@@ -76,8 +84,13 @@ class HbmCtrl(Component):
         """:meth:`_read` in flow fidelity: the same channel service and the same ``ready`` list, bit for bit.
 
         :meth:`_read` keeps one ready time per flit and then takes, per packet, its first flit's and the
-        latest of its flits'. Here each burst's finish goes straight into those two per-packet figures (a max
-        is exact in any order), so the work is per burst, not per flit.
+        latest of its flits' (a max is exact in any order), checks that no flit leaves before it is ready and
+        else re-paces the packet by a min over its flits (seeded with the old spacing). Here each burst's finish
+        goes straight into the two per-packet figures, and a packet keeps ``(finish, first flit)`` (the index in
+        the packet) of its bursts that end after its first flit is ready: a flit's ready time is the max of its
+        bursts' finishes and float ``+ * / -`` are monotone, so the check and the min bind at a burst's first
+        flit (the earliest to leave), and a burst ready by the packet's first flit binds neither (its quotient
+        is at least the old spacing). The work is per burst, not per flit.
         """
         a0 = t_head + self.overhead_ns
         flit = self.engine.flit_bytes
@@ -88,6 +101,8 @@ class HbmCtrl(Component):
         npk = -(-nflits // per_packet)
         first = [a0] * npk  # ready time of each packet's first flit
         worst = [a0] * npk  # latest ready time of each packet's flits
+        held = [[] for _ in range(npk)]  # each packet's bursts ready after its first flit: (finish, first flit)
+        phi = self.flit_ns
         row_bytes, pitch = cmd.row_bytes, cmd.pitch
         if not row_bytes:  # one contiguous segment
             row_bytes, pitch = nbytes, 0
@@ -110,23 +125,49 @@ class HbmCtrl(Component):
                 if p == f1 // per_packet:  # the common case: the burst lies in one packet
                     if finish > worst[p]:
                         worst[p] = finish
-                    if f0 == p * per_packet and finish > first[p]:
-                        first[p] = finish
-                else:
+                    if f0 == p * per_packet:
+                        if finish > first[p]:
+                            first[p] = finish
+                    elif finish > first[p]:  # (one ready by the first flit binds neither the check nor the min)
+                        held[p].append((finish, f0 - p * per_packet))
+                else:  # the packets from p + 1 on start in this burst: it holds their first flits
                     for q in range(p, f1 // per_packet + 1):
                         if finish > worst[q]:
                             worst[q] = finish
-                        if f0 <= q * per_packet <= f1 and finish > first[q]:
-                            first[q] = finish
+                        if f0 <= q * per_packet:
+                            if finish > first[q]:
+                                first[q] = finish
+                        elif finish > first[q]:
+                            held[q].append((finish, f0 - q * per_packet))
                 x = y
         ready = []
         last = a0
         for p in range(npk):
             r0, r1 = first[p], worst[p]
-            span = min(per_packet, nflits - p * per_packet) - 1
+            n1 = min(per_packet, nflits - p * per_packet) - 1
             if r1 > last:
                 last = r1
-            ready.append((r0, (r1 - r0) / span if span > 0 else 0.0))
+            d = (r1 - r0) / n1 if n1 > 0 else 0.0
+            if r1 > r0:  # as in _read; NOTE: loops, not generators (a hot path)
+                bursts = held[p]
+                t = r0 + LATE_NS
+                for fin, g in bursts:
+                    if fin > t + g * d and g < n1:  # a flit would leave before its data: re-pace
+                        for fin_, g_ in bursts:
+                            if g_ < n1:
+                                v = (r1 - fin_) / (n1 - g_)
+                                if v < d:
+                                    d = v
+                        if d >= phi:
+                            r0 = r1 - n1 * d
+                        else:  # every flit as soon as its data and the link allow
+                            d = phi
+                            for fin_, g_ in bursts:
+                                v = fin_ - g_ * phi
+                                if v > r0:
+                                    r0 = v
+                        break
+            ready.append((r0, d))
         self.engine.read_reply(cmd, ready)
         self.engine.oplog.record(t_head, last, self.id, "memory", "hbm_read",
                                  {"addr": cmd.addr, "nbytes": nbytes, "corr_id": cmd.request.corr_id})
@@ -189,7 +230,21 @@ class HbmCtrl(Component):
                     r1 = flit_ready[f]
             if r1 > last:
                 last = r1
-            ready.append((r0, (r1 - r0) / (p1 - p0) if p1 > p0 else 0.0))
+            n1 = p1 - p0
+            d = (r1 - r0) / n1 if n1 else 0.0
+            # The linear pacing (first flit, then evenly to the latest) is kept, bit for bit, unless a flit would
+            # leave over LATE_NS before its data; then the tail stays at r1 with the largest spacing that has every
+            # flit leave after its data (seeded with the linear d, which _read_flow relies on), or, when that
+            # spacing is below the reply link's flit time, every flit leaves as soon as its data and the link allow.
+            t = r0 + LATE_NS
+            if r1 > r0 and any(flit_ready[p0 + j] > t + j * d for j in range(1, n1)):
+                d = min(d, min((r1 - flit_ready[p0 + j]) / (n1 - j) for j in range(n1)))
+                if d >= self.flit_ns:
+                    r0 = r1 - n1 * d
+                else:  # the tail cannot stay at r1: each flit leaves when its data and the link allow
+                    d = phi = self.flit_ns
+                    r0 = max(flit_ready[p0 + j] - j * phi for j in range(n1 + 1))
+            ready.append((r0, d))
         self.engine.read_reply(cmd, ready)
         self.engine.oplog.record(t_head, last, self.id, "memory", "hbm_read",
                                  {"addr": cmd.addr, "nbytes": nbytes, "corr_id": cmd.request.corr_id})
