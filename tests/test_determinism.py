@@ -22,8 +22,8 @@ from kernbench.topology import builtin
 ROOT = Path(__file__).resolve().parents[1]
 #: One bench per family (the name before the first '-'), at its default parameters.
 FAMILIES = {"all": "all-gather", "ccl": "ccl-allreduce", "ffn": "ffn", "gemm": "gemm-single-pe",
-            "gqa": "gqa-decode-single-pe", "matmul": "matmul-composite", "moe": "moe", "qkv": "qkv-gemm", "reduce": "reduce-scatter",
-            "tp": "tp-mlp", "va": "va-offset-verify"}
+            "gqa": "gqa-decode-single-pe", "matmul": "matmul-composite", "moe": "moe", "qkv": "qkv-gemm",
+            "reduce": "reduce-scatter", "tp": "tp-mlp", "va": "va-offset-verify"}
 RUNS = 20
 
 
