@@ -2,6 +2,8 @@
 
     nox -s tests        each package in its own venv with its siblings from this tree
     nox -s integration  end-to-end tests in tests/ (CLI and public API)
+                        both run the larger suites in pytest-xdist workers, one per core and at most four
+                        (KERNBENCH_TEST_JOBS=N sets how many, 1 for none; `-- -n 0` for one run; ADR 0001 amended)
     nox -s lint         ruff
     nox -s demo         the main job on the default topology
     nox -s docs         the Sphinx site, warnings as errors, checked in headless Chromium [-- sphinx-build options,
@@ -27,6 +29,7 @@ import shutil
 import tarfile
 import tempfile
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nox
@@ -41,7 +44,12 @@ _spec = importlib.util.spec_from_file_location("package_chain", Path(__file__).p
 package_chain = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(package_chain)
 PACKAGES = {name: package_chain.below(name) for name in package_chain.distributions()}
-TEST_DEPS = ["pytest>=8", "hypothesis>=6"]
+#: pytest-xdist runs the larger suites in several worker processes (see _parallel).
+TEST_DEPS = ["pytest>=8", "hypothesis>=6", "pytest-xdist>=3.2"]
+#: Packages whose unit tests run in parallel workers: where that saved time on two cores (ADR 0001, amended). The
+#: others finish in seconds, most of it importing and collecting, which every worker would do again.
+PARALLEL_PACKAGES = ("kernbench-topology", "kernbench-runtime", "kernbench-ccl", "kernbench-benches",
+                     "kernbench-studies")
 #: The viewer's browser tests drive Debian's chromium/chromium-driver (installed by .ci/run) through selenium.
 BROWSER_DEPS = ["selenium>=4.10"]
 #: Optional extras installed with a package wherever its tests run (the studies' Dask executor; the topology's
@@ -49,6 +57,23 @@ BROWSER_DEPS = ["selenium>=4.10"]
 EXTRAS = {"kernbench-topology": "[draw]", "kernbench-studies": "[dask]"}
 #: The Debian packages of the report's TeX toolchain, one a line in .ci/tex-packages.txt (also read by .ci/run).
 TEX_PACKAGES = " ".join((Path(__file__).parent / ".ci" / "tex-packages.txt").read_text().split())
+
+
+def _test_workers() -> int:
+    """How many pytest-xdist workers a large test run uses: ``KERNBENCH_TEST_JOBS`` when set (1 runs the tests in
+    the pytest process itself), else the cores this process may use, at most 4."""
+    if os.environ.get("KERNBENCH_TEST_JOBS"):
+        return max(1, int(os.environ["KERNBENCH_TEST_JOBS"]))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(cores, 4)
+
+
+def _parallel() -> list[str]:
+    """pytest options that spread the tests over :func:`_test_workers` processes; an idle worker takes tests
+    queued for a busy one (``worksteal``), so a few long tests do not leave a core idle at the end. Each worker
+    keeps its own session fixtures; every test writes only under its own ``tmp_path``."""
+    workers = _test_workers()
+    return ["-n", str(workers), "--dist", "worksteal"] if workers > 1 else []
 
 
 def _install_tree(session: nox.Session, names: list[str]) -> None:
@@ -61,7 +86,8 @@ def _install_tree(session: nox.Session, names: list[str]) -> None:
 def tests(session: nox.Session, package: str) -> None:
     """Install one package (and only its declared siblings) and run its unit tests."""
     _install_tree(session, [*PACKAGES[package], package])
-    session.run("pytest", f"packages/{package}/tests", "-q", "-m", "not slow", *session.posargs)
+    parallel = _parallel() if package in PARALLEL_PACKAGES else []
+    session.run("pytest", f"packages/{package}/tests", "-q", "-m", "not slow", *parallel, *session.posargs)
 
 
 @nox.session
@@ -69,7 +95,7 @@ def integration(session: nox.Session) -> None:
     """End-to-end tests of the CLI and public API across all packages."""
     _install_tree(session, list(PACKAGES))
     session.install(*BROWSER_DEPS)
-    session.run("pytest", "tests", "-q", "-m", "not slow", *session.posargs)
+    session.run("pytest", "tests", "-q", "-m", "not slow", *_parallel(), *session.posargs)
 
 
 @nox.session
@@ -338,9 +364,15 @@ def build(session: nox.Session) -> None:
     """Build a wheel and an sdist of every package into dist/ (emptied first)."""
     session.install("build>=1")
     shutil.rmtree("dist", ignore_errors=True)
+    Path("dist").mkdir()
     installer = ("--installer", "uv") if shutil.which("uv") else ()
-    for package in PACKAGES:
+
+    def one(package: str) -> None:
         session.run("python", "-m", "build", *installer, "--outdir", "dist", f"packages/{package}", silent=True)
+
+    # Each build runs one Python process at a time: as many builds at once as the tests use workers.
+    with ThreadPoolExecutor(max_workers=_test_workers()) as pool:
+        list(pool.map(one, PACKAGES))
     session.log("built: " + ", ".join(sorted(p.name for p in Path("dist").iterdir())))
 
 
@@ -384,7 +416,8 @@ def _check_packages(session: nox.Session, dist: Path, work: Path) -> None:
             with_extra = (f"{package}{extra}=={_version(package)}",) if extra else ()
             session.run(*install, "--find-links", str(dist), *TEST_DEPS, *with_extra, external=True)
             with session.chdir(work / "sdists" / stem):
-                session.run(py, "-m", "pytest", "-q", "-m", "not slow", "-p", "no:cacheprovider", "tests",
+                parallel = _parallel() if package in PARALLEL_PACKAGES else []
+                session.run(py, "-m", "pytest", "-q", "-m", "not slow", "-p", "no:cacheprovider", *parallel, "tests",
                             external=True, env={"KERNBENCH_CACHE_DIR": str(work / "cache")})
     kb = str(work / "kernbench" / "bin" / "kernbench")
     outside = work / "elsewhere"

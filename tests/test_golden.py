@@ -36,8 +36,8 @@ def test_every_registered_bench_has_committed_digests():
         assert not missing, f"bench {name!r} has no golden digest for {missing}; run nox -s golden -- --update"
 
 
-def _check(selected) -> None:
-    got = golden.compute(selected, jobs=2)
+def _check(selected, jobs: int = 2) -> None:
+    got = golden.compute(selected, jobs=jobs)
     want = {k: v for k, v in golden.load().items() if k in got}
     diff = golden.differences(want, got)
     assert not diff, ("simulator output moved; if a model change did it on purpose, run "
@@ -45,9 +45,15 @@ def _check(selected) -> None:
     assert all(d["ok"] for d in got.values())
 
 
-def test_golden_digests_match():
-    """Every case on the default topology, and the multi-SIP benches on the 6-SIP torus."""
-    _check(golden.quick_cases(golden.registered_benches()))
+#: The default session's set: every case on the default topology, and the multi-SIP benches on the 6-SIP torus.
+QUICK_CASES = golden.quick_cases(golden.registered_benches())
+
+
+@pytest.mark.parametrize("case", QUICK_CASES, ids=lambda c: c.id)
+def test_golden_digests_match(case):
+    """One case of the quick set a test, run in this process, so that the test session's workers (pytest-xdist)
+    share the cases out."""
+    _check([case], jobs=1)
 
 
 @pytest.mark.slow

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
+import os
+import shutil
 from pathlib import Path
 from types import ModuleType
 
@@ -17,3 +20,41 @@ def synthetic() -> ModuleType:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.fixture(scope="session")
+def drawn_figures(synthetic, tmp_path_factory) -> Path:
+    """The report's figures of the synthetic results of every study (``write_synthetic``'s), drawn once for the
+    whole test run as ``kernbench report`` draws them (PDF, beside their input stamps): the folder holding them.
+
+    Drawing them is most of the time a report generation takes, and five test modules generate the report from
+    these same results. Under pytest-xdist the workers share one drawing: the first worker to get here draws
+    while the others wait for it (a lock file in the run's common temporary folder)."""
+    from kernbench.studies.figures import render_study, render_topology
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    root = tmp_path_factory.getbasetemp().parent if worker else tmp_path_factory.getbasetemp()
+    folder, done = root / "synthetic-figures", root / "synthetic-figures.done"
+    topologies = Path(__file__).resolve().parents[3] / "topologies"
+    with open(root / "synthetic-figures.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a worker that failed half-way
+            docs = synthetic.write_synthetic(root / "synthetic-figures-studies")
+            for doc in docs.values():
+                render_study(doc, folder, ("pdf",), topologies)
+            render_topology(topologies, folder, ("pdf",))
+            done.touch()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def seed_figures(drawn_figures):
+    """``seed_figures(out)`` copies :func:`drawn_figures` into ``out/tex/figures`` (where ``build.generate(...,
+    out, ...)`` draws): the build then keeps every figure whose stamp matches, as a second ``kernbench report``
+    run does, and draws only those of results that differ. Call it before the first generation into ``out``."""
+
+    def seed(out: Path) -> None:
+        shutil.copytree(drawn_figures, Path(out) / "tex" / "figures", dirs_exist_ok=True)
+
+    return seed

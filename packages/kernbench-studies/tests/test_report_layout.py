@@ -86,8 +86,9 @@ def test_a_table_wider_than_the_text_wraps_instead_of_running_off():
 
 
 @pytest.fixture(scope="module")
-def generated(synthetic, tmp_path_factory):
+def generated(synthetic, tmp_path_factory, seed_figures):
     folder = tmp_path_factory.mktemp("layout")
+    seed_figures(folder / "report")  # the figures of these results, drawn once for the test run
     for name in STUDIES:
         res.write(folder / "studies" / name, synthetic.synthetic_doc(name))
     return folder, build.generate(folder / "studies", REPORT, folder / "report", TOPOLOGIES)

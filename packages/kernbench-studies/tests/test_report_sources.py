@@ -60,10 +60,11 @@ def studies(synthetic, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def drawn(studies, tmp_path_factory):
+def drawn(studies, tmp_path_factory, seed_figures):
     """A report generated once from the synthetic results, with the default (packaged) sources: (folder,
-    Generated). Drawing the figures takes most of the time."""
+    Generated). Drawing the figures takes most of the time: they are drawn once for the test run."""
     folder = tmp_path_factory.mktemp("drawn") / "out"
+    seed_figures(folder)
     return folder, build.generate(studies[0], None, folder, TOPOLOGIES)
 
 

@@ -76,7 +76,8 @@ def tiny(tmp_path, monkeypatch):
     sys.modules.pop("tiny_study_mod", None)
 
 
-def test_a_registered_study_is_run_drawn_and_reported_from_its_registration_alone(tiny, synthetic, tmp_path):
+def test_a_registered_study_is_run_drawn_and_reported_from_its_registration_alone(tiny, synthetic, tmp_path,
+                                                                                 seed_figures):
     assert registry.study_names()[-1] == "tiny" and registry.get_study("tiny") is tiny
     assert [s.name for s in registry.resolve("all")][-1] == "tiny"
     # the runner finds it by name (serial: a study registered from code lives in this process only)
