@@ -159,8 +159,9 @@ def extend(cat: ModuleType) -> None:
             "the entry is not read, and is overwritten", "--force",
             CACHE_TESTS + "test_random_bytes_are_recomputed_and_never_break_dry_run_or_force"),
         api("mesh-cache-scaled", SEC_CACHE, "a cube-mesh cache entry with its coordinates scaled by 1.2 (a latency "
-            "of 3821.14 instead of 3645.86 ns before): regenerated with a warning, and gemm-single-pe's latency is the "
-            "clean one exactly (3659.86 ns since HBM read replies are paced causally)", "the layout does not match its content_sha256",
+            "of 3821.14 instead of 3645.86 ns before): regenerated with a warning, and gemm-single-pe's latency is "
+            "the clean one exactly (3659.86 ns since HBM read replies are paced causally)",
+            "the layout does not match its content_sha256",
             "tests/test_hostile_cli_round2.py::test_a_scaled_mesh_cache_entry_never_reaches_a_latency"),
         api("mesh-cache-empty", SEC_CACHE, "a cube-mesh cache entry with `present: []` (KeyError on every run before)",
             "the mesh has no routers (present is empty)", MESH_TESTS + "test_an_empty_mesh_is_regenerated"),

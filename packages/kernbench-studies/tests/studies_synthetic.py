@@ -119,10 +119,57 @@ def _gqa_values(p: dict) -> dict:
             "events": 100 + keys // 8}
 
 
+def _moe_values(p: dict) -> dict:
+    """The moe study's made-up values: collectives near an α–β line, the layer's steps and per-expert histogram
+    from the routing and degree, drops from the capacity factor, dispatch links on real torus links, and the
+    decoder block's parts."""
+    import numpy as np
+
+    from kernbench.studies.moe import LAYER, MOVE_STEPS
+    from kernbench.studies.report.moe_tex import per_expert
+
+    if p.get("placement"):
+        handoff, ffn = 1500.0 * (p["placement"] == "tensor"), 30000.0 if p["ffn_kind"] == "dense" else 45000.0
+        return {"sip_topology": "ring_1d", "sips": 2, "attention_ns": 20000.0, "handoff_ns": handoff,
+                "ffn_ns": ffn, "block_ns": 20000.0 + handoff + ffn, "events": 9000}
+    if p.get("collective"):
+        topo = p["topology"].removeprefix("6sip_2x3_").removesuffix(".yaml")
+        algo = p["algorithm"].removeprefix("grid_all_to_all_")
+        alpha, beta = {"pairwise": (2500.0, 0.02), "hierarchical": (2800.0, 0.025), "": (1500.0, 0.1)}[algo]
+        b = p["bytes_per_rank"]
+        wiggle = 1.02 if (b.bit_length() // 2) % 2 else 0.98  # off the line, alternately above and below
+        scale = {"ring_1d": 1.1, "torus_2d": 1.0, "mesh_2d_no_wrap": 1.2}[topo]
+        return {"sip_topology": topo, "sips": 6, "latency_ns": (alpha + beta * b) * scale * wiggle,
+                "events": 1000 + b // 64}
+    sips, cap = p["sips_used"], p["capacity_factor"]
+    slots = LAYER.tokens * LAYER.topk * sips
+    s = 0.0 if p["distribution"] == "balanced" else 0.3 if p["distribution"] == "uniform" else float(p["skew"])
+    w = np.array([(i + 1) ** -s for i in range(LAYER.experts)])
+    counts = np.floor(w / w.sum() * slots).astype(int)
+    counts[: slots - counts.sum()] += 1
+    if cap is not None:
+        counts = np.minimum(counts, per_expert(cap) * sips)
+    multi, top = sips > 1, int(counts.max())
+    steps = {"router": 700.0, "permute": 4000.0 * multi, "counts": 300.0 * sips * multi,
+             "dispatch": (800.0 + 20.0 * top) * multi, "experts": 400.0 * top + 30000.0 / sips,
+             "combine_exchange": (900.0 + 25.0 * top) * multi, "combine": 6000.0}
+    total = sum(steps.values())
+    out = {"sip_topology": "torus_2d", "sips": max(sips, 2), "moe_ns": total,
+           **{f"{k}_ns": v for k, v in steps.items()}, "move_share": sum(steps[k] for k in MOVE_STEPS) / total,
+           "max_load": top,
+           "mean_load": float(counts.mean()), "imbalance": float(top / counts.mean()),
+           "dropped": slots - int(counts.sum()), "histogram": json.dumps([int(c) for c in counts]),
+           "events": 5000 + sips}
+    if p.get("link_stats"):
+        out.update(_links_values(p, steps["dispatch"]))
+        out["window_ns"] = steps["dispatch"]
+    return out
+
+
 def synthetic_doc(name: str) -> dict:
     """A complete results document of study ``name`` with made-up values (see the module docstring)."""
     study = get_study(name)
-    make = {"gemm": _gemm_values, "allreduce": _allreduce_values, "gqa": _gqa_values}[name]
+    make = {"gemm": _gemm_values, "allreduce": _allreduce_values, "gqa": _gqa_values, "moe": _moe_values}[name]
     points = [{"labels": dict(p.labels), "params": dict(p.params), "values": make(dict(p.params))}
               for p in study.grid()]
     run = {"argv": ["test"], "executor": "serial", "jobs": 1, "wall_s": 0.0, "points_run": len(points),
@@ -132,7 +179,7 @@ def synthetic_doc(name: str) -> dict:
     return res.document(study, points, {**PROVENANCE, "topology_files": topology_files, "run": run})
 
 
-def write_synthetic(folder, names=("gemm", "allreduce", "gqa")) -> dict:
+def write_synthetic(folder, names=("gemm", "allreduce", "gqa", "moe")) -> dict:
     """Write synthetic ``results.json`` files as ``folder/NAME/``; returns the documents."""
     docs = {n: synthetic_doc(n) for n in names}
     for n, doc in docs.items():

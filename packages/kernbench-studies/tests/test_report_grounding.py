@@ -248,15 +248,17 @@ def test_table_captions_and_headers_hold_macros_not_digits():
 def studies(synthetic, tmp_path_factory):
     """Synthetic results of every study, written once for this module."""
     folder = tmp_path_factory.mktemp("studies")
-    for name in ("gemm", "allreduce", "gqa"):
+    for name in ("gemm", "allreduce", "gqa", "moe"):
         res.write(folder / name, synthetic.synthetic_doc(name))
     return folder
 
 
 @pytest.fixture(scope="module")
-def out(tmp_path_factory):
-    """One output folder for every build of this module (figures are drawn once, then reused)."""
-    return tmp_path_factory.mktemp("report")
+def out(tmp_path_factory, seed_figures):
+    """One output folder for every build of this module (its figures drawn once for the test run, then reused)."""
+    folder = tmp_path_factory.mktemp("report")
+    seed_figures(folder)
+    return folder
 
 
 def test_the_generated_report_is_grounded_and_its_tables_mark_their_data_rows(studies, out):

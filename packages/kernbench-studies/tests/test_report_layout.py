@@ -30,7 +30,7 @@ from kernbench.studies.report.tables import table
 ROOT = Path(__file__).resolve().parents[3]
 TOPOLOGIES = ROOT / "topologies"
 REPORT = build.PACKAGED_SOURCE
-STUDIES = ("gemm", "allreduce", "gqa")
+STUDIES = ("gemm", "allreduce", "gqa", "moe")
 
 
 def _checks():

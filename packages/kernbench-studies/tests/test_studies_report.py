@@ -165,10 +165,11 @@ def _generate(tmp_path: Path, docs: dict) -> build.Generated:
 
 
 @pytest.fixture(scope="module")
-def synthetic_report(synthetic, tmp_path_factory):
+def synthetic_report(synthetic, tmp_path_factory, seed_figures):
     """The report generated once for this module from synthetic results: (folder, documents, Generated)."""
     folder = tmp_path_factory.mktemp("report")
-    docs = {n: synthetic.synthetic_doc(n) for n in ("gemm", "allreduce", "gqa")}
+    seed_figures(folder / "report")  # the figures of these results, drawn once for the test run
+    docs = {n: synthetic.synthetic_doc(n) for n in ("gemm", "allreduce", "gqa", "moe")}
     return folder, docs, _generate(folder, docs)
 
 
@@ -235,7 +236,7 @@ def test_the_pdf_shows_every_generated_number_and_follows_the_results(synthetic_
     info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout
     assert stats.pages == int(re.search(r"Pages:\s+(\d+)", info).group(1))
     sections = "".join(p.read_text() for p in (REPORT / "sections").glob("*.tex"))
-    generated = (gen.tex_dir / "generated" / "gqa-results.tex").read_text()
+    generated = "".join((gen.tex_dir / "generated" / f).read_text() for f in ("gqa-results.tex", "moe.tex"))
     assert stats.figures == len(re.findall(r"\\kbFig[A-Z]", sections + generated))
     tables = "".join(p.read_text() for p in (gen.tex_dir / "generated").glob("*.tex"))
     assert stats.tables == tables.count(r"\begin{table}")  # the appendix's two included, no empty table

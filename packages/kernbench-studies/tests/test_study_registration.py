@@ -93,12 +93,13 @@ def test_a_registered_study_is_run_drawn_and_reported_from_its_registration_alon
     assert [p.name for p in drawn] == ["tiny_line.svg"] and drawn[0].stat().st_size > 0
     # its report section, beside the built-in studies' (synthetic results), in registry order
     synthetic.write_synthetic(studies)
+    seed_figures(tmp_path / "report")  # the built-in studies' figures, drawn once for the test run
     gen = build.generate(studies, None, tmp_path / "report", TOPOLOGIES)
     generated = gen.tex_dir / "generated"
     sections = (generated / "study-sections.tex").read_text().splitlines()
     assert [line for line in sections if line.startswith("\\input")] == [
         r"\input{sections/03-gemm}", r"\input{sections/04-allreduce}", r"\input{sections/05-gqa}",
-        r"\input{generated/tiny-section}"]
+        r"\input{generated/moe}", r"\input{generated/tiny-section}"]
     assert (generated / "tiny-section.tex").read_text().startswith(r"\section{A tiny study}")
     assert r"\newcommand{\kbClaimTiny}" in (generated / "claims.tex").read_text()
     assert gen.numbers.items["kbTinyTop"].text == "12.0"

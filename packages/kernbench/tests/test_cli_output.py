@@ -324,4 +324,4 @@ def test_the_report_command_announces_its_long_stages(tmp_path, monkeypatch, cap
     assert stderr.splitlines() == [f"report: drawing figures and writing the generated LaTeX into {out / 'tex'}",
                                    f"report: running latexmk into {out / 'build'}"]
     assert stdout.startswith(f"report: {out / 'build' / 'report.pdf'} (27 pages, 18 figures, 10 tables, 2 numbers)")
-    assert loaded == [tmp_path / "s" / name / "results.json" for name in ("gemm", "allreduce", "gqa")]
+    assert loaded == [tmp_path / "s" / name / "results.json" for name in ("gemm", "allreduce", "gqa", "moe")]

@@ -32,6 +32,7 @@ BUILTIN: dict[str, str] = {
     "gemm": "kernbench.studies.gemm:STUDY",
     "allreduce": "kernbench.studies.allreduce:STUDY",
     "gqa": "kernbench.studies.gqa:STUDY",
+    "moe": "kernbench.studies.moe:STUDY",
 }
 _REGISTERED: dict[str, Study] = {}
 

@@ -50,9 +50,12 @@ def deployed(torch) -> Iterator[list]:
 
 
 def install_links(torch, table, owned: list) -> None:
-    """Install the call's neighbour table (TCM receive rings) if it has any link."""
+    """Install the call's neighbour table (TCM receive rings) if it has any link; inside a process group, over
+    the group's links (``extend``), so a rank can attend between its collectives."""
     if table:
-        owned.append(install(torch, table, "tcm"))
+        dist = getattr(torch, "distributed", None)
+        grouped = dist is not None and dist.is_initialized()
+        owned.append(install(torch, table, "tcm", extend=grouped))
 
 
 def run_launches(torch, name: str, kernel: Callable, per_user_args: list[tuple], *, read: Callable | None,
