@@ -156,6 +156,7 @@ def limit_error(engine: Any, what: str, knob: str, where: str | None = None) -> 
     """A :class:`SimulationLimitError` for ``what``, naming the last op, the PE and kernel it belongs to, where
     Python was executing (``where``, for the wall-clock alarm) and the ``knob`` that raises the budget. Marks
     the engine halted: whoever catches the error, the run is not driven again."""
+    engine.oplog.settle()  # the alarm may have stopped the run inside OpLog.record
     last = engine.oplog.last()
     running = [b for c in engine.components.created().values() if (b := c.activity()) is not None]
     if last is not None:

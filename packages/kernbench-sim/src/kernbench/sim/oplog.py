@@ -72,6 +72,14 @@ class OpLog:
         self._keys.append(kid)
         self._vals.append(tuple(params.values()))
 
+    def settle(self) -> None:
+        """Drop a record whose columns were only partly appended: the wall-clock alarm of
+        :mod:`kernbench.sim.limits` can stop the run between two appends of :meth:`record`, and every reader
+        indexes all the columns up to the first one's length."""
+        n = min(len(self._t0), len(self._t1), len(self._site), len(self._keys), len(self._vals))
+        for column in (self._t0, self._t1, self._site, self._keys, self._vals):
+            del column[n:]
+
     def _sort(self) -> None:
         """Reorder every column by ``t_start`` (a stable sort: insertion order among equal starts)."""
         order = sorted(range(len(self._t0)), key=self._t0.__getitem__)

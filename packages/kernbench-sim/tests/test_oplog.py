@@ -1,0 +1,36 @@
+"""The op log after the wall-clock alarm stopped a run inside ``OpLog.record``: one column a record longer."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from kernbench.sim.limits import limit_error
+from kernbench.sim.oplog import OpLog
+
+
+def _log() -> OpLog:
+    log = OpLog()
+    log.record(0.0, 5.0, "sip0.cube0.pe0.pe_dma", "memory", "dma_read", {"nbytes": 64})
+    log.record(2.0, 9.0, "sip0.cube0.pe0.pe_gemm", "compute", "gemm", {"m": 8})
+    return log
+
+
+def test_a_record_cut_short_by_the_alarm_is_dropped_and_the_rest_read_as_before():
+    log = _log()
+    log._t0.append(11.0)  # the alarm fired after the first append of a third record
+    log._t1.append(12.0)
+    log.settle()
+    assert len(log) == 2
+    assert log.last().op_name == "gemm"
+    assert [r.op_name for r in log.records] == ["dma_read", "gemm"]
+    log.settle()  # a whole log is left as it is
+    assert len(log) == 2
+
+
+def test_the_limit_error_reads_a_settled_log():
+    log = _log()
+    log._t0.append(11.0)
+    engine = SimpleNamespace(oplog=log, components=SimpleNamespace(created=dict), halted=None)
+    err = limit_error(engine, "the run took more than the wall-clock timeout of 1.5 s", "--timeout SECONDS")
+    assert "last op 'gemm' on sip0.cube0.pe0.pe_gemm at 2.0 ns" in str(err)
+    assert engine.halted and len(log) == 2
