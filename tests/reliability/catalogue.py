@@ -491,7 +491,7 @@ OUTRO = """\
   `session(max_events=, max_sim_ns=, max_records=, timeout_s=)`): 200,000,000 events, 10^10 simulated ns,
   10,000,000 op-log records, and for `kernbench run` 600 s of wall-clock time; `none` switches one off. The
   largest shipped run, the GQA study's long-context point `cube_repl_pe_tp` at 131,072 keys, uses 11,562,969
-  events and 8.75 ms of simulated time; the most op-log records, 857,056, come from `cube_repl_pe_sp` at the
+  events and 8.77 ms of simulated time; the most op-log records, 857,056, come from `cube_repl_pe_sp` at the
   same length (`python benchmarks/bench_budgets.py`, ADR 0027).
 - The op log keeps about 170 bytes per record: 10 million records take 1.74 GB of resident memory
   (`python benchmarks/bench_oplog.py --records 10000000 --method rss`).
