@@ -46,17 +46,20 @@ def links_row(doc: dict, sip_topology: str) -> dict:
     return one(doc, panel="links", sip_topology=sip_topology)
 
 
-def recorded_graph(doc: dict, row: dict, topology_dir: Path) -> TopologyGraph:
+def recorded_graph(doc: dict, row: dict, topology_dir: Path, heatmap: str | None = None,
+                   command: str = COMMAND) -> TopologyGraph:
     """The compiled topology ``row`` ran on, read from ``topology_dir``; :class:`StudyError` unless the file there
-    is the one the results were recorded with (same SHA-256 as in their provenance)."""
+    is the one the results were recorded with (same SHA-256 as in their provenance). ``heatmap`` names the figure
+    in the error (default: the all-reduce heatmap of the row's SIP topology) and ``command`` reruns its study."""
     name = str(row["topology"])
     recorded = doc["provenance"].get("topology_files", {}).get(name)
     here = file_digest(Path(topology_dir) / name)
     if recorded is None or here != recorded:
         what = "does not exist" if here is None else ("is not listed in the results' provenance" if recorded is None
                                                        else "differs from the file the results were recorded on")
-        raise StudyError(f"cannot draw the all-reduce heatmap of {row['sip_topology']}: {Path(topology_dir) / name} "
-                         f"{what}; rerun `{COMMAND}` (or pass the topology folder it used)")
+        heatmap = heatmap or f"the all-reduce heatmap of {row['sip_topology']}"
+        raise StudyError(f"cannot draw {heatmap}: {Path(topology_dir) / name} {what}; rerun `{command}` (or pass "
+                         f"the topology folder it used)")
     return study_graph(topology_dir, name)
 
 

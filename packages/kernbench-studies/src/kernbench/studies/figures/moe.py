@@ -25,10 +25,9 @@ from matplotlib.lines import Line2D
 from kernbench.studies import allreduce_links
 from kernbench.studies.allreduce_model import LineFit, fit_alpha_beta
 from kernbench.studies.base import StudyError
-from kernbench.studies.cache import file_digest
+from kernbench.studies.figures import allreduce_links as allreduce_links_figures
 from kernbench.studies.figures.allreduce_links import DPI, SCOPE, fit_to_page
 from kernbench.studies.figures.common import TOPOLOGY_ORDER, FigureSpec, kib, log_ticks, new_figure, topology_color
-from kernbench.studies.graphs import study_graph
 from kernbench.studies.moe import CAPACITY_SKEW, COLLECTIVES, MOVE_STEPS, STEPS
 from kernbench.studies.results import one, select
 from kernbench.topology import TopologyGraph
@@ -259,17 +258,8 @@ def links_row(doc: dict, distribution: str, skew: float | None) -> dict:
 
 
 def recorded_graph(doc: dict, row: dict, topology_dir: Path) -> TopologyGraph:
-    """The compiled topology ``row`` ran on, read from ``topology_dir``; :class:`StudyError` unless the file there
-    is the one the results were recorded with (same SHA-256 as in their provenance)."""
-    name = str(row["topology"])
-    recorded = doc["provenance"].get("topology_files", {}).get(name)
-    here = file_digest(Path(topology_dir) / name)
-    if recorded is None or here != recorded:
-        what = "does not exist" if here is None else ("is not listed in the results' provenance" if recorded is None
-                                                       else "differs from the file the results were recorded on")
-        raise StudyError(f"cannot draw the MoE dispatch heatmap: {Path(topology_dir) / name} {what}; rerun "
-                         f"`{COMMAND}` (or pass the topology folder it used)")
-    return study_graph(topology_dir, name)
+    """The compiled topology ``row`` ran on (:func:`kernbench.studies.figures.allreduce_links.recorded_graph`)."""
+    return allreduce_links_figures.recorded_graph(doc, row, topology_dir, "the MoE dispatch heatmap", COMMAND)
 
 
 def draw_dispatch_links(doc: dict, topology_dir: Path, distribution: str, skew: float | None):
