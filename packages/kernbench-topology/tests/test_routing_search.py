@@ -80,3 +80,125 @@ def test_resumed_and_corridor_searches_match_the_reference(graph):
         assert got == _reference(router, graph, adj_name, src, dst), (adj_name, src, dst)
         checked += 1
     assert checked > 100
+
+
+# --------------------------------------------------------------------------- reuse in congruent cubes and SIPs
+
+
+def test_paths_reused_across_cubes_and_sips_match_the_reference(graph):
+    """Same-cube and same-SIP queries in every cube and SIP of the 6-SIP torus, shuffled: each reused path is the
+    one a fresh reference search finds (ties by edge order included), and most queries are reused."""
+    rng = random.Random(2024)
+    router = PathRouter(graph)
+    by_cube: dict[tuple[int, int], list[str]] = {}
+    for n in sorted(graph.nodes):
+        loc = nm.locate(n)
+        if loc.cube is not None:
+            by_cube.setdefault((loc.sip, loc.cube), []).append(n)
+    sips = sorted({s for s, _ in by_cube})
+    cubes = sorted({c for _, c in by_cube})
+    queries = []
+    for adj_name in ("all", "data_local", "memory_local"):  # same cube: one relative pair asked in every cube
+        for _ in range(6):
+            a, b = rng.sample(range(len(by_cube[(0, 0)])), 2)
+            queries += [(adj_name, by_cube[(s, c)][a], by_cube[(s, c)][b]) for s in sips for c in cubes]
+    for adj_name in ("all", "data", "memory"):  # same SIP, across its cubes: one relative pair in every SIP
+        for _ in range(6):
+            c0, c1 = rng.sample(cubes, 2)
+            a = rng.randrange(len(by_cube[(0, c0)]))
+            b = rng.randrange(len(by_cube[(0, c1)]))
+            queries += [(adj_name, by_cube[(s, c0)][a], by_cube[(s, c1)][b]) for s in sips]
+    io = {s: nm.io_cpu(s) for s in sips}  # from a node outside cubes into its own SIP's cubes
+    queries += [("all", io[s], by_cube[(s, c)][0]) for s in sips for c in cubes]
+    rng.shuffle(queries)
+    checked = 0
+    for adj_name, src, dst in queries:
+        try:
+            got = router.path_with_distance(adj_name, src, dst)
+        except Exception as exc:
+            with pytest.raises(KeyError):
+                _reference(router, graph, adj_name, src, dst)
+            assert "no path" in str(exc)
+            continue
+        assert got == _reference(router, graph, adj_name, src, dst), (adj_name, src, dst)
+        checked += 1
+    assert checked > 400
+    assert router.reused > checked // 2  # the reuse really ran
+
+
+def _variant(base, change) -> object:
+    """A copy of a compiled graph with its edge list passed through ``change`` (a list -> list function)."""
+    from kernbench.topology.graph import TopologyGraph
+
+    _ADJ.clear()  # the reference's memos are keyed by id(graph), which a collected variant's successor may reuse
+    _TREES.clear()
+    return TopologyGraph(base.spec, base.mesh, None, dict(base.nodes), change(list(base.edges)), dict(base.views))
+
+
+@pytest.fixture(scope="module")
+def small():
+    return builtin("default")
+
+
+A, B = "noc.r0c0", "noc.r3c3"  # opposite corners of a cube's router ring: two routes of equal length
+
+
+def test_a_cube_with_another_weight_is_not_reused(small):
+    """Cube 2's ring has one edge 1 mm heavier, so its corner-to-corner route turns the other way: the router
+    must search it rather than reuse cube 1's route."""
+    import dataclasses
+
+    heavy = ("sip0.cube2.noc.r0c1", "sip0.cube2.noc.r0c2")
+    g = _variant(small, lambda edges: [dataclasses.replace(e, routing_weight_mm=e.routing_weight_mm + 1)
+                                       if (e.src, e.dst) == heavy else e for e in edges])
+    router = PathRouter(g)
+    first = router.path_with_distance("all", f"sip0.cube1.{A}", f"sip0.cube1.{B}")
+    got = router.path_with_distance("all", f"sip0.cube2.{A}", f"sip0.cube2.{B}")
+    translated = tuple(p.replace("cube1", "cube2") for p in first[0])
+    assert got == _reference(router, g, "all", f"sip0.cube2.{A}", f"sip0.cube2.{B}")
+    assert got[0] != translated  # reusing cube 1's route would have been wrong
+    assert router.reused == 0
+    router2 = PathRouter(small)  # the unchanged graph: the same two questions, the second one reused
+    router2.path_with_distance("all", f"sip0.cube1.{A}", f"sip0.cube1.{B}")
+    assert router2.path_with_distance("all", f"sip0.cube2.{A}", f"sip0.cube2.{B}")[0] == translated
+    assert router2.reused == 1
+
+
+def test_a_cube_with_another_edge_order_is_not_reused(small):
+    """Ties resolve by edge order: cube 2's corner router lists its two ring neighbours the other way round, so
+    its route takes the other half of the ring at equal length; it must not be reused from cube 1."""
+    corner = f"sip0.cube2.{A}"
+
+    def swap(edges):
+        mine = [i for i, e in enumerate(edges) if e.src == corner and ".noc." in e.dst]
+        out = list(edges)
+        out[mine[0]], out[mine[1]] = edges[mine[1]], edges[mine[0]]
+        return out
+
+    g = _variant(small, swap)
+    router = PathRouter(g)
+    first = router.path_with_distance("all", f"sip0.cube1.{A}", f"sip0.cube1.{B}")
+    got = router.path_with_distance("all", corner, f"sip0.cube2.{B}")
+    assert got == _reference(router, g, "all", corner, f"sip0.cube2.{B}")
+    assert got[0] != tuple(p.replace("cube1", "cube2") for p in first[0])
+    assert got[1] == first[1]
+    assert router.reused == 0
+
+
+def test_the_guard_refuses_a_cube_whose_outside_edge_is_a_shortcut(small):
+    """Cube 2 gets a 0.01 mm detour through the IO chiplet's NoC (a node outside cubes, so allowed in a same-cube
+    corridor and invisible to the signature of in-cube edges): its corner-to-corner route takes it. The guard
+    (an outside edge ending no farther than the destination) makes the router search."""
+    from kernbench.topology.graph import Edge
+
+    io = "sip0.io0.io_noc"
+    extra = [Edge(f"sip0.cube2.{A}", io, "io_internal", 1000.0, 1.0, 0.01, 0.01),
+             Edge(io, f"sip0.cube2.{B}", "io_internal", 1000.0, 1.0, 0.01, 0.01)]
+    g = _variant(small, lambda edges: edges + extra)
+    router = PathRouter(g)
+    router.path_with_distance("all", f"sip0.cube1.{A}", f"sip0.cube1.{B}")
+    got = router.path_with_distance("all", f"sip0.cube2.{A}", f"sip0.cube2.{B}")
+    assert got == _reference(router, g, "all", f"sip0.cube2.{A}", f"sip0.cube2.{B}")
+    assert got[0] == (f"sip0.cube2.{A}", io, f"sip0.cube2.{B}")
+    assert router.reused == 0
+    assert router._is_congruent((0, 1), (0, 2))  # the in-cube signatures alone would have allowed the reuse

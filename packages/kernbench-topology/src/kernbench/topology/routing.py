@@ -61,17 +61,29 @@ def excluded_kinds() -> dict[str, frozenset[str]]:
 
 
 class PathRouter:
-    """Deterministic shortest paths per routing intent, memoised."""
+    """Deterministic shortest paths per routing intent, memoised.
 
-    __slots__ = ("_adj", "_cube_keys", "_cube_of", "_graph", "_paths", "_trees")
+    ``searched`` counts the paths it found by searching, ``reused`` those it translated from a congruent cube or
+    SIP instead (:meth:`_translate`)."""
+
+    __slots__ = ("_adj", "_congruent", "_cube_keys", "_cube_of", "_frames", "_graph", "_members", "_paths",
+                 "_shapes", "_signatures", "_trees", "reused", "searched")
 
     def __init__(self, graph: TopologyGraph) -> None:
         self._graph = graph
         self._adj: dict[str, _Adjacency] = {}
         self._cube_of: dict[str, tuple[int, int, int | None]] | None = None
         self._cube_keys: dict[str, tuple[tuple[int, int], tuple[int, int, int] | None]] = {}
+        self._frames: dict[str, tuple[int | None, int | None]] = {}  # node -> (sip, cube), None above that level
+        self._members: dict[tuple[int, int | None], list[str]] = {}  # (sip, cube) or (sip, None) -> its nodes
         self._trees: dict[tuple, _Search] = {}
         self._paths: dict[tuple[str, str, str], tuple[tuple[str, ...], float]] = {}
+        # Paths found inside one cube or one SIP, by names relative to it, for reuse in a congruent one (_translate)
+        self._shapes: dict[tuple, tuple] = {}
+        self._signatures: dict[tuple[int, int | None], tuple[dict[str, tuple], dict[str, float]]] = {}
+        self._congruent: dict[tuple, bool] = {}
+        self.reused = 0  # paths translated from a congruent cube or SIP
+        self.searched = 0  # paths found by a search
 
     # ------------------------------------------------------------- intents
     def pe_dma_path(self, src_dma: str, dst: str) -> tuple[str, ...]:
@@ -108,10 +120,15 @@ class PathRouter:
         """Node id -> (sip, cube, pe or None) for every node inside a cube (built once)."""
         if self._cube_of is None:
             out = {}
+            frames, members = self._frames, self._members
             for n in self._graph.nodes:
                 loc = nm.locate(n)
+                frames[n] = (loc.sip, loc.cube)
+                if loc.sip is not None:
+                    members.setdefault((loc.sip, None), []).append(n)
                 if loc.cube is not None:
                     out[n] = (loc.sip, loc.cube, loc.pe)
+                    members.setdefault((loc.sip, loc.cube), []).append(n)
             self._cube_of = out
             # the same, split for the search's corridor test: ((sip, cube), (sip, cube, pe) or None)
             self._cube_keys = {n: ((c[0], c[1]), c if c[2] is not None else None) for n, c in out.items()}
@@ -165,10 +182,15 @@ class PathRouter:
             # PE blocks are never relays for other PEs' traffic: only the two endpoints' PEs are searched
             ends = frozenset(c for c in (cube_of.get(src), cube_of.get(dst)) if c is not None and c[2] is not None)
             tkey = (adj, src, corridor, ends)
+            hit = self._translate(adj, src, dst)
+            if hit is not None:
+                self._paths[key] = hit
+                self.reused += 1
+                return hit
         search = self._trees.get(tkey)
         if search is None:
             search = self._trees[tkey] = _Search(self._adjacency(adj), src, self._cube_keys if corridor else None,
-                                                 corridor, ends)
+                                                 corridor, ends, self._frames if corridor else None)
         search.settle(dst)
         dist, prev = search.dist, search.prev
         if dst not in dist:
@@ -178,7 +200,100 @@ class PathRouter:
             path.append(prev[path[-1]])
         result = (tuple(reversed(path)), dist[dst])
         self._paths[key] = result
+        self.searched += 1
+        if corridor is not None:
+            self._remember(adj, src, dst, search, result)
         return result
+
+    # ------------------------------------------------------------- reuse in congruent cubes and SIPs
+    # A corridor search whose settled nodes all lie in the source's cube (or SIP) depended only on that frame's
+    # own nodes and the edges between them: which nodes it popped, in which order, and the adjacency order of their
+    # in-frame neighbours. Edges into other cubes lie outside every same-cube or same-SIP corridor, so the search
+    # skips them before pushing anything. Edges to other nodes outside cubes (the IO chiplet from a cube, the PCIe
+    # switch from a SIP) push entries that were never popped before the destination: they only shift the heap's
+    # sequence numbers, which keeps the order of every other entry. In a congruent frame (the same relative node
+    # names with the same in-frame out-edges, in order, with the same weights and kinds) the search therefore pops
+    # the translated nodes in the same order and finds the translated path, as long as no such outside entry
+    # would be popped first there: each outside edge of a node the first search settled must end strictly farther
+    # than the destination. The guard checks it per reuse: for every node of the new frame with outside edges
+    # whose counterpart the first search settled (it settles a superset of the nodes it had settled when it
+    # reached the destination, so the check can only be stricter), that node's distance plus its shortest outside
+    # edge must exceed the destination's distance. The router then reuses the path instead of searching.
+
+    def _frame_of(self, src: str, dst: str, level: str) -> tuple[int, int | None] | None:
+        a, b = self._frames[src], self._frames[dst]
+        if a[0] is None or a[0] != b[0]:
+            return None
+        if level == "cube":
+            return a if a[1] is not None and a == b else None
+        return (a[0], None)
+
+    def _remember(self, adj: str, src: str, dst: str, search: _Search, result: tuple[tuple[str, ...], float]) -> None:
+        """Keep a corridor search's path, by names relative to its cube or SIP, when the search settled nothing
+        outside that frame; with it the search, whose settled nodes and distances the guard reads."""
+        for level, stayed in (("cube", not search.left_cube), ("sip", not search.left_sip)):
+            frame = self._frame_of(src, dst, level) if stayed else None
+            if frame is not None:
+                n = len(_prefix(frame)) + 1
+                key = (adj, level, src[n:], dst[n:])
+                if key not in self._shapes:
+                    self._shapes[key] = (frame, tuple(p[n:] for p in result[0]), result[1], search)
+                return
+
+    def _translate(self, adj: str, src: str, dst: str) -> tuple[tuple[str, ...], float] | None:
+        """The path from ``src`` to ``dst`` translated from one found in a congruent cube or SIP, or None."""
+        if not self._shapes:
+            return None
+        for level in ("cube", "sip"):
+            frame = self._frame_of(src, dst, level)
+            if frame is None:
+                continue
+            head = _prefix(frame)
+            n = len(head) + 1
+            shape = self._shapes.get((adj, level, src[n:], dst[n:]))
+            if shape is None or not self._is_congruent(shape[0], frame):
+                continue
+            origin, goal, search = _prefix(shape[0]), shape[2], shape[3]
+            done, dist = search.done, search.dist
+            for rel, w in self._frame(frame)[1].items():  # the guard: no outside entry popped before the goal
+                u = f"{origin}.{rel}"
+                if u in done and dist[u] + w <= goal:
+                    break
+            else:
+                return tuple(f"{head}.{p}" for p in shape[1]), goal
+        return None
+
+    def _is_congruent(self, a: tuple[int, int | None], b: tuple[int, int | None]) -> bool:
+        pair = (a, b) if a < b else (b, a)  # type: ignore[operator]
+        same = self._congruent.get(pair)
+        if same is None:
+            same = self._congruent[pair] = self._frame(a)[0] == self._frame(b)[0]
+        return same
+
+    def _frame(self, frame: tuple[int, int | None]) -> tuple[dict[str, tuple], dict[str, float]]:
+        """A cube's or SIP's signature and outside reach, both keyed by node names relative to it.
+
+        The signature maps each node to its out-edges inside the frame, in order, as (relative destination, kind,
+        routing weight). The reach maps each node with edges to nodes outside the frame and outside every cube
+        to the smallest routing weight of those edges."""
+        got = self._signatures.get(frame)
+        if got is None:
+            frames, out_edges = self._frames, self._graph.out_edges
+            n = len(_prefix(frame)) + 1
+            sig, reach = {}, {}
+            for node in self._members.get(frame, ()):
+                row = []
+                for e in out_edges(node):
+                    f = frames[e.dst]
+                    if f[0] == frame[0] and (frame[1] is None or f[1] == frame[1]):
+                        row.append((e.dst[n:], e.kind, e.routing_weight_mm))
+                    elif f[1] is None:
+                        w = reach.get(node[n:])
+                        if w is None or e.routing_weight_mm < w:
+                            reach[node[n:]] = e.routing_weight_mm
+                sig[node[n:]] = tuple(row)
+            got = self._signatures[frame] = (sig, reach)
+        return got
 
 
 class _Adjacency(dict):
@@ -208,11 +323,13 @@ class _Search:
     or in the PEs of ``ends`` (the router's corridor rule, inlined).
     """
 
-    __slots__ = ("adj", "corridor", "cube_of", "dist", "done", "ends", "heap", "prev", "seq")
+    __slots__ = ("adj", "corridor", "cube_of", "dist", "done", "ends", "frames", "heap", "left_cube", "left_sip",
+                 "origin", "prev", "seq")
 
     def __init__(self, adj: _Adjacency, src: str,
                  cube_of: dict[str, tuple[tuple[int, int], tuple[int, int, int] | None]] | None = None,
-                 corridor: frozenset[tuple[int, int]] | None = None, ends: frozenset | None = None) -> None:
+                 corridor: frozenset[tuple[int, int]] | None = None, ends: frozenset | None = None,
+                 frames: dict[str, tuple[int | None, int | None]] | None = None) -> None:
         self.adj = adj
         self.cube_of = cube_of
         self.corridor = corridor
@@ -222,6 +339,11 @@ class _Search:
         self.seq = 0
         self.heap: list[tuple[float, int, str]] = [(0.0, 0, src)]
         self.done: set[str] = set()
+        # Whether a node outside the source's cube / SIP has been settled yet (tracked with ``frames`` only)
+        self.frames = frames
+        self.origin = frames[src] if frames is not None else (None, None)
+        self.left_cube = self.origin[1] is None
+        self.left_sip = self.origin[0] is None or frames is None
 
     def settle(self, goal: str) -> None:
         """Run the search until ``goal`` is settled (or every node it may reach is)."""
@@ -233,12 +355,21 @@ class _Search:
         corridor, ends = self.corridor, self.ends
         where = self.cube_of.get if self.cube_of is not None else None
         seq = self.seq
+        track = not self.left_sip
+        frames, origin = self.frames, self.origin
         try:
             while heap:
                 d, _, node = pop(heap)
                 if node in done:
                     continue
                 done.add(node)
+                if track:
+                    f = frames[node]
+                    if f != origin:
+                        self.left_cube = True
+                        if f[0] != origin[0]:
+                            self.left_sip = True
+                            track = False
                 for nb, w in adj[node]:
                     if where is not None:
                         c = where(nb)
@@ -254,6 +385,11 @@ class _Search:
                     return
         finally:
             self.seq = seq
+
+
+def _prefix(frame: tuple[int, int | None]) -> str:
+    """The id prefix of a cube ``(sip, cube)`` or of a SIP ``(sip, None)``."""
+    return nm.sip_prefix(frame[0]) if frame[1] is None else nm.cube_prefix(frame[0], frame[1])
 
 
 def _dijkstra(adj: dict[str, list[tuple[str, float]]], src: str, goal: str | None = None,
