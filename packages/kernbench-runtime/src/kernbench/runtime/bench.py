@@ -39,6 +39,7 @@ from importlib import metadata
 
 from kernbench.runtime.context import RuntimeContext
 from kernbench.runtime.params import Param, resolve
+from kernbench.sim.collector import RunCollector
 from kernbench.sim.limits import Limits
 from kernbench.topology import TopologyGraph
 from kernbench.topology import naming as nm
@@ -327,6 +328,12 @@ def run_bench(info: BenchInfo, graph: TopologyGraph, device: int = 0, *, data: b
     network model: ``"packet"`` or ``"flow"`` (:mod:`kernbench.sim.flow`).
     """
     values = resolve(info.name, info.params, params)
+    with RunCollector():
+        return _run(info, graph, device, values, data, observe, limits, fidelity)
+
+
+def _run(info: BenchInfo, graph: TopologyGraph, device: int, values: Mapping[str, object], data: bool,
+         observe: Callable | None, limits: Limits | None, fidelity: str) -> BenchResult:
     torch = RuntimeContext(graph, device=device, data=data, limits=limits, fidelity=fidelity)
     if observe is not None:
         observe(torch.engine)

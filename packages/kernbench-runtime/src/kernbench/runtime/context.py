@@ -65,6 +65,7 @@ from kernbench.runtime.mapping import VirtualMapping
 from kernbench.runtime.memory import MemoryOps
 from kernbench.runtime.tensors import RuntimeApiError, Tensor, TensorOps
 from kernbench.sim import ComponentRegistry, GraphEngine
+from kernbench.sim.collector import RunCollector
 from kernbench.sim.flow import check_fidelity
 from kernbench.sim.limits import (
     DEFAULT_MAX_EVENTS,
@@ -192,7 +193,8 @@ def session(topology: str | Path | TopologyGraph | None = None, device: int = 0,
                          registry=registry, fidelity=fidelity)
     ok = False
     try:
-        yield ctx
-        ok = True
+        with RunCollector():
+            yield ctx
+            ok = True
     finally:
         ctx.close(simulate=ok)

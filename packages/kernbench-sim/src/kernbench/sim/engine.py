@@ -28,6 +28,7 @@ from simpy.core import EmptySchedule, StopSimulation
 from simpy.events import NORMAL, URGENT, Event
 
 from kernbench.sim import limits as budget
+from kernbench.sim.collector import RunCollector
 from kernbench.sim.component import ComponentRegistry
 from kernbench.sim.errors import ComponentError, MessageError, SimulationLimitError
 from kernbench.sim.fabric import Packet, Route, Transfer, Wire, cross, cross_control, split_packets
@@ -190,9 +191,11 @@ class GraphEngine:
         pop = heappop
         oplog = self.oplog
         check = budget.check_budget
+        collector = RunCollector()
         try:
             alarm = budget.arm_alarm(self) if self.deadline is not None else None
             try:  # disarmed inside the outer try: an alarm that lands while disarming is still this run's limit
+                collector.__enter__()
                 while True:
                     left = min(self.max_events - self.events, self.max_records - len(oplog))
                     for _ in range(CHECK_EVERY if left >= CHECK_EVERY else max(1, int(left) + 1)):
@@ -204,6 +207,7 @@ class GraphEngine:
                             step()
                     check(self)
             finally:
+                collector.__exit__()
                 if alarm is not None:
                     budget.disarm_alarm(alarm)
         except StopSimulation:
