@@ -66,7 +66,7 @@ class PathRouter:
     ``searched`` counts the paths it found by searching, ``reused`` those it translated from a congruent cube or
     SIP instead (:meth:`_translate`)."""
 
-    __slots__ = ("_adj", "_congruent", "_cube_keys", "_cube_of", "_frames", "_graph", "_members", "_paths",
+    __slots__ = ("_adj", "_classes", "_congruent", "_cube_keys", "_cube_of", "_frames", "_graph", "_members", "_paths",
                  "_shapes", "_signatures", "_trees", "reused", "searched")
 
     def __init__(self, graph: TopologyGraph) -> None:
@@ -81,7 +81,8 @@ class PathRouter:
         # Paths found inside one cube or one SIP, by names relative to it, for reuse in a congruent one (_translate)
         self._shapes: dict[tuple, tuple] = {}
         self._signatures: dict[tuple[int, int | None], tuple[dict[str, tuple], dict[str, float]]] = {}
-        self._congruent: dict[tuple, bool] = {}
+        self._congruent: dict[tuple[int, int | None], int] = {}  # frame -> its congruence class
+        self._classes: dict[int, list[tuple[int, tuple[int, int | None]]]] = {}  # signature hash -> classes
         self.reused = 0  # paths translated from a congruent cube or SIP
         self.searched = 0  # paths found by a search
 
@@ -264,11 +265,25 @@ class PathRouter:
         return None
 
     def _is_congruent(self, a: tuple[int, int | None], b: tuple[int, int | None]) -> bool:
-        pair = (a, b) if a < b else (b, a)  # type: ignore[operator]
-        same = self._congruent.get(pair)
-        if same is None:
-            same = self._congruent[pair] = self._frame(a)[0] == self._frame(b)[0]
-        return same
+        return self._class_of(a) == self._class_of(b)
+
+    def _class_of(self, frame: tuple[int, int | None]) -> int:
+        """The congruence class of a cube or SIP: frames with equal signatures share one (classes are kept per
+        signature hash, and equality is checked against each class's first frame)."""
+        got = self._congruent.get(frame)
+        if got is None:
+            sig = self._frame(frame)[0]
+            key = hash(frozenset(sig.items()))
+            classes = self._classes.setdefault(key, [])
+            for i, other in classes:
+                if self._frame(other)[0] == sig:
+                    got = i
+                    break
+            else:
+                got = len(self._congruent) + 1  # a number no other class has
+                classes.append((got, frame))
+            self._congruent[frame] = got
+        return got
 
     def _frame(self, frame: tuple[int, int | None]) -> tuple[dict[str, tuple], dict[str, float]]:
         """A cube's or SIP's signature and outside reach, both keyed by node names relative to it.
@@ -279,19 +294,17 @@ class PathRouter:
         got = self._signatures.get(frame)
         if got is None:
             frames, out_edges = self._frames, self._graph.out_edges
-            n = len(_prefix(frame)) + 1
+            head = _prefix(frame) + "."
+            n = len(head)
             sig, reach = {}, {}
             for node in self._members.get(frame, ()):
-                row = []
-                for e in out_edges(node):
-                    f = frames[e.dst]
-                    if f[0] == frame[0] and (frame[1] is None or f[1] == frame[1]):
-                        row.append((e.dst[n:], e.kind, e.routing_weight_mm))
-                    elif f[1] is None:
-                        w = reach.get(node[n:])
-                        if w is None or e.routing_weight_mm < w:
-                            reach[node[n:]] = e.routing_weight_mm
-                sig[node[n:]] = tuple(row)
+                edges = out_edges(node)
+                row = tuple((e.dst[n:], e.kind, e.routing_weight_mm) for e in edges if e.dst.startswith(head))
+                if len(row) < len(edges):  # edges leave the frame: those to nodes outside cubes set its reach
+                    ws = [e.routing_weight_mm for e in edges if not e.dst.startswith(head) and frames[e.dst][1] is None]
+                    if ws:
+                        reach[node[n:]] = min(ws)
+                sig[node[n:]] = row
             got = self._signatures[frame] = (sig, reach)
         return got
 
