@@ -16,7 +16,8 @@ the script says so.
 Workloads (``--workloads``, comma separated):
 
 - ``allreduce16``: ``ccl-allreduce`` (64 KiB per PE) on the 16-SIP 4x4 torus
-  (``topologies/16sip_4x4_torus_2d.yaml``, read from this tree by both);
+  (``topologies/16sip_4x4_torus_2d.yaml``; each tree reads its own ``topologies`` folder, and a base tree
+  older than a topology file gets this checkout's copy beside its own ``ccl.yaml``);
 - ``allreduce6``: the same on the 6-SIP 2x3 torus;
 - ``gemm``: the 2048-tile composite GEMM of ``bench_kernels.py`` (512x512x512,
   ``load_load``);
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -65,6 +67,8 @@ info = discover().resolve(os.environ["KB_BENCH"])
 t = time.perf_counter()
 r = run_bench(info, graph)
 wall = time.perf_counter() - t
+if not r.ok:
+    raise SystemExit(f"{info.name} failed: {r.error_code}: {r.error}")
 print(json.dumps({"wall_s": wall, "result": [round(r.latency_ns, 6), r.events, sorted(r.metrics.items())]}))
 """
 
@@ -107,14 +111,14 @@ print(json.dumps({"wall_s": wall, "result": [code]}))
 def workloads() -> dict[str, tuple[str, dict[str, str]]]:
     """Workload name -> (script, environment)."""
     def bench(name: str, topology: str, env: dict[str, str]) -> tuple[str, dict[str, str]]:
-        return BENCH, {"KB_BENCH": name, "KB_TOPOLOGY": str(TOPOLOGIES / topology), "KB_ENV": json.dumps(env)}
+        return BENCH, {"KB_BENCH": name, "KB_TOPOLOGY": topology, "KB_ENV": json.dumps(env)}
 
     return {
         "allreduce16": bench("ccl-allreduce", "16sip_4x4_torus_2d.yaml", {"CCL_BYTES": "65536", "CCL_BUFFER": "tcm"}),
         "allreduce6": bench("ccl-allreduce", "6sip_2x3_torus_2d.yaml", {"CCL_BYTES": "65536", "CCL_BUFFER": "tcm"}),
         "gemm": bench("matmul-composite", "topology.yaml", {"MATMUL_M": "512", "MATMUL_K": "512", "MATMUL_N": "512",
                                                             "MATMUL_VARIANT": "load_load"}),
-        "fabric": (FABRIC, {"KB_TOPOLOGY": str(TOPOLOGIES / "topology.yaml")}),
+        "fabric": (FABRIC, {"KB_TOPOLOGY": "topology.yaml"}),
         "studies": (STUDIES, {}),
     }
 
@@ -132,9 +136,22 @@ def export_commit(commit: str, dest: Path) -> str:
     return full
 
 
+def topology_in(tree: Path, name: str) -> Path:
+    """The topology file ``name`` as ``tree`` sees it: its own copy, or this checkout's copied into its
+    ``topologies`` folder (a topology added after the base commit), so each tree reads the ``ccl.yaml`` and
+    ``mesh`` files of its own folder (a newer ``ccl.yaml`` may name collectives an older tree refuses)."""
+    own = tree / "topologies" / name
+    if not own.exists() and tree != ROOT:
+        own.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(TOPOLOGIES / name, own)
+    return own
+
+
 def run_once(tree: Path, script: str, env: dict[str, str]) -> tuple[float, float, object]:
     """Run ``script`` in a fresh process on ``tree``: (workload wall s, process wall s, result)."""
     full_env = {**os.environ, **env, "KB_TREE": str(tree), "PYTHONHASHSEED": "0"}
+    if "KB_TOPOLOGY" in env:
+        full_env["KB_TOPOLOGY"] = str(topology_in(tree, env["KB_TOPOLOGY"]))
     full_env.pop("PYTHONPATH", None)
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", script], env=full_env, cwd=tree, capture_output=True, text=True)
