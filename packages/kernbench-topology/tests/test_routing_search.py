@@ -202,3 +202,66 @@ def test_the_guard_refuses_a_cube_whose_outside_edge_is_a_shortcut(small):
     assert got[0] == (f"sip0.cube2.{A}", io, f"sip0.cube2.{B}")
     assert router.reused == 0
     assert router._is_congruent((0, 1), (0, 2))  # the in-cube signatures alone would have allowed the reuse
+
+
+# --------------------------------------------------------------------------- dead-end SIPs
+
+
+def _cross_sip_queries(graph, rng) -> list[tuple[str, str, str]]:
+    nodes = sorted(graph.nodes)
+    by_sip: dict[int | None, list[str]] = {}
+    for n in nodes:
+        by_sip.setdefault(nm.locate(n).sip, []).append(n)
+    sips = sorted(s for s in by_sip if s is not None)
+    queries = []
+    for adj_name in ("all", "data", "memory"):
+        for _ in range(12):
+            a, b = rng.sample(sips, 2)
+            queries += [(adj_name, src, dst) for src in rng.sample(by_sip[a], 2) for dst in rng.sample(by_sip[b], 3)]
+        queries += [(adj_name, nm.HOST, d) for d in rng.sample(nodes, 10) if d != nm.HOST]
+        queries += [(adj_name, s, nm.HOST) for s in rng.sample(nodes, 10) if s != nm.HOST]
+    return queries
+
+
+def _check(router, graph, queries) -> int:
+    checked = 0
+    for adj_name, src, dst in queries:
+        try:
+            got = router.path_with_distance(adj_name, src, dst)
+        except Exception as exc:
+            with pytest.raises(KeyError):
+                _reference(router, graph, adj_name, src, dst)
+            assert "no path" in str(exc)
+            continue
+        assert got == _reference(router, graph, adj_name, src, dst), (adj_name, src, dst)
+        checked += 1
+    return checked
+
+
+def test_routes_between_sips_skip_the_other_sips_and_match_the_reference(graph):
+    """On the 6-SIP torus every SIP meets the rest only at the PCIe switch: a search between two SIPs (or the
+    host and a SIP) never settles a node of a third SIP, and every path is the reference's (which searches all)."""
+    router = PathRouter(graph)
+    queries = _cross_sip_queries(graph, random.Random(7))
+    assert _check(router, graph, queries) > 150
+    assert router._dead_ends == frozenset(range(6))
+    for key, search in router._trees.items():
+        third = {nm.locate(n).sip for n in search.done} - {None, nm.locate(key[1]).sip}
+        assert len(third) <= 1, (key[:2], sorted(third))  # at most the destination's SIP besides the source's
+
+
+def test_a_sip_linked_to_another_is_not_a_dead_end(graph):
+    """A link between SIP 1's and SIP 2's IO chiplets makes both SIPs touch two outside nodes: neither is skipped
+    any more, and paths still match the reference (some now cross that link)."""
+    from kernbench.topology.graph import Edge
+
+    a, b = nm.io_noc(1), nm.io_noc(2)
+    extra = [Edge(a, b, "pcie", 64.0, 10.0, 1.0, 1.0), Edge(b, a, "pcie", 64.0, 10.0, 1.0, 1.0)]
+    g = _variant(graph, lambda edges: edges + extra)
+    router = PathRouter(g)
+    queries = _cross_sip_queries(g, random.Random(8))
+    queries += [("all", nm.io_cpu(1), nm.io_cpu(2)), ("memory", nm.pcie_ep(2), nm.hbm_ctrl(1, 0, 0))]
+    assert _check(router, g, queries) > 150
+    assert router._dead_ends == frozenset({0, 3, 4, 5})
+    assert a in router.control_path(nm.io_cpu(1), nm.io_cpu(2))
+    assert b in router.path_with_distance("memory", nm.pcie_ep(2), nm.hbm_ctrl(1, 0, 0))[0]

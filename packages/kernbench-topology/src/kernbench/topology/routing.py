@@ -66,14 +66,19 @@ class PathRouter:
     ``searched`` counts the paths it found by searching, ``reused`` those it translated from a congruent cube or
     SIP instead (:meth:`_translate`)."""
 
-    __slots__ = ("_adj", "_classes", "_congruent", "_cube_keys", "_cube_of", "_frames", "_graph", "_members", "_paths",
-                 "_shapes", "_signatures", "_trees", "reused", "searched")
+    __slots__ = ("_adj", "_area_keys", "_areas", "_classes", "_congruent", "_cube_keys", "_cube_of", "_dead_ends",
+                 "_frames", "_graph", "_members", "_paths", "_shapes", "_signatures", "_sips", "_trees", "reused",
+                 "searched")
 
     def __init__(self, graph: TopologyGraph) -> None:
         self._graph = graph
         self._adj: dict[str, _Adjacency] = {}
         self._cube_of: dict[str, tuple[int, int, int | None]] | None = None
-        self._cube_keys: dict[str, tuple[tuple[int, int], tuple[int, int, int] | None]] = {}
+        self._cube_keys: dict[str, tuple[tuple[int, int | None], tuple[int, int, int] | None]] = {}
+        self._area_keys: dict[str, tuple[tuple[int, int | None], None]] = {}
+        self._sips: frozenset[int] = frozenset()
+        self._dead_ends: frozenset[int] = frozenset()
+        self._areas: dict[frozenset[int], frozenset] = {}  # kept SIPs -> the area of a search outside cubes
         self._frames: dict[str, tuple[int | None, int | None]] = {}  # node -> (sip, cube), None above that level
         self._members: dict[tuple[int, int | None], list[str]] = {}  # (sip, cube) or (sip, None) -> its nodes
         self._trees: dict[tuple, _Search] = {}
@@ -131,9 +136,38 @@ class PathRouter:
                     out[n] = (loc.sip, loc.cube, loc.pe)
                     members.setdefault((loc.sip, loc.cube), []).append(n)
             self._cube_of = out
-            # the same, split for the search's corridor test: ((sip, cube), (sip, cube, pe) or None)
-            self._cube_keys = {n: ((c[0], c[1]), c if c[2] is not None else None) for n, c in out.items()}
+            # the search's area test, node -> (area, PE or None): a cube node's area is (sip, cube) and its PE is
+            # (sip, cube, pe) inside a PE; a node of a SIP outside its cubes has area (sip, None); tray nodes have
+            # none and are always searched. _area_keys drops the PE part (searches between nodes outside cubes).
+            keys = {n: ((c[0], c[1]), c if c[2] is not None else None) for n, c in out.items()}
+            areas = {n: (k[0], None) for n, k in keys.items()}
+            for n, f in frames.items():
+                if f[0] is not None and f[1] is None:
+                    keys[n] = areas[n] = ((f[0], None), None)
+            self._cube_keys, self._area_keys = keys, areas
+            self._sips = frozenset(f[0] for f in frames.values() if f[0] is not None)
+            self._dead_ends = self._find_dead_ends()
         return self._cube_of
+
+    def _find_dead_ends(self) -> frozenset[int]:
+        """The SIPs every link of which to the rest of the graph, in either direction, joins one and the same
+        outside node (the PCIe switch of a tray): routes between other nodes never pass through them (ADR 0038)."""
+        frames = self._frames
+        touches: dict[int, set[str]] = {s: set() for s in self._sips}
+        for e in self._graph.edges:
+            a, b = frames[e.src][0], frames[e.dst][0]
+            if a != b:
+                if a is not None:
+                    touches[a].add(e.dst)
+                if b is not None:
+                    touches[b].add(e.src)
+        return frozenset(s for s, outside in touches.items() if len(outside) <= 1)
+
+    def _kept_sips(self, src: str, dst: str) -> frozenset[int] | None:
+        """The SIPs a search between ``src`` and ``dst`` may enter: all but the dead ends (other than the ends'
+        own SIPs), or None when that is every SIP."""
+        dead = self._dead_ends - {self._frames[src][0], self._frames[dst][0]}
+        return self._sips - dead if dead else None
 
     def _corridor(self, src: str, dst: str) -> frozenset[tuple[int, int]] | None:
         """The cubes an X-then-Y route may use between two nodes, or None between two nodes outside cubes.
@@ -174,15 +208,26 @@ class PathRouter:
         for n in (src, dst):
             if n not in self._graph.nodes:
                 raise RoutingError(f"node {n} not found in topology {self._graph.spec.name!r}")
-        corridor = self._corridor(src, dst)
-        if corridor is None:
-            tkey: tuple = (adj, src)
-            cube_of = ends = None
+        cubes = self._corridor(src, dst)
+        cube_of = self._cube_index()
+        kept = self._kept_sips(src, dst)
+        if cubes is None:
+            ends = None
+            if kept is None:  # every node may be searched
+                tkey: tuple = (adj, src)
+                keys = area = None
+            else:  # every node but those of the dead-end SIPs
+                keys = self._area_keys
+                area = self._areas.get(kept)
+                if area is None:
+                    area = self._areas[kept] = frozenset(k[0] for k in keys.values() if k[0][0] in kept)
+                tkey = (adj, src, area)
         else:
-            cube_of = self._cube_index()
             # PE blocks are never relays for other PEs' traffic: only the two endpoints' PEs are searched
             ends = frozenset(c for c in (cube_of.get(src), cube_of.get(dst)) if c is not None and c[2] is not None)
-            tkey = (adj, src, corridor, ends)
+            keys = self._cube_keys
+            area = cubes | {(s, None) for s in (self._sips if kept is None else kept)}
+            tkey = (adj, src, area, ends)
             hit = self._translate(adj, src, dst)
             if hit is not None:
                 self._paths[key] = hit
@@ -190,8 +235,8 @@ class PathRouter:
                 return hit
         search = self._trees.get(tkey)
         if search is None:
-            search = self._trees[tkey] = _Search(self._adjacency(adj), src, self._cube_keys if corridor else None,
-                                                 corridor, ends, self._frames if corridor else None)
+            search = self._trees[tkey] = _Search(self._adjacency(adj), src, keys, area, ends,
+                                                 self._frames if cubes is not None else None)
         search.settle(dst)
         dist, prev = search.dist, search.prev
         if dst not in dist:
@@ -202,7 +247,7 @@ class PathRouter:
         result = (tuple(reversed(path)), dist[dst])
         self._paths[key] = result
         self.searched += 1
-        if corridor is not None:
+        if cubes is not None:
             self._remember(adj, src, dst, search, result)
         return result
 
@@ -331,9 +376,10 @@ class _Search:
 
     Its steps (pop, settle, relax the neighbours) are those of :func:`_dijkstra` run to the end, in the same
     order, so ``dist``/``prev`` of every settled node are exactly those of the full search (ties by edge insertion
-    order, a heap of ``(distance, sequence)``): pausing only skips work no destination asked for. With a
-    ``corridor`` it searches only the nodes outside cubes and those of the corridor's cubes that lie outside PEs
-    or in the PEs of ``ends`` (the router's corridor rule, inlined).
+    order, a heap of ``(distance, sequence)``): pausing only skips work no destination asked for. With an area
+    (``corridor``: a set of ``(sip, cube)`` and ``(sip, None)`` keys) it searches only the tray's nodes and the
+    nodes whose key in ``cube_of`` lies in it, PE blocks only of the PEs in ``ends`` (the router's corridor and
+    dead-end rules, inlined).
     """
 
     __slots__ = ("adj", "corridor", "cube_of", "dist", "done", "ends", "frames", "heap", "left_cube", "left_sip",
@@ -387,7 +433,7 @@ class _Search:
                     if where is not None:
                         c = where(nb)
                         if c is not None and (c[0] not in corridor or (c[1] is not None and c[1] not in ends)):
-                            continue
+                            continue  # outside the search's area, or a PE other than the ends' (never with ends None)
                     nd = d + w
                     if nd < get(nb, inf):
                         dist[nb] = nd
