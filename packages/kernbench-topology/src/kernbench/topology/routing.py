@@ -66,9 +66,8 @@ class PathRouter:
     ``searched`` counts the paths it found by searching, ``reused`` those it translated from a congruent cube or
     SIP instead (:meth:`_translate`)."""
 
-    __slots__ = ("_adj", "_area_keys", "_areas", "_classes", "_congruent", "_cube_keys", "_cube_of", "_dead_ends",
-                 "_frames", "_graph", "_members", "_paths", "_shapes", "_signatures", "_sips", "_trees", "reused",
-                 "searched")
+    __slots__ = ("_adj", "_area_keys", "_areas", "_cube_keys", "_cube_of", "_dead_ends", "_frames", "_graph",
+                 "_paths", "_rows", "_shapes", "_sips", "_trees", "_verified", "reused", "searched")
 
     def __init__(self, graph: TopologyGraph) -> None:
         self._graph = graph
@@ -80,14 +79,12 @@ class PathRouter:
         self._dead_ends: frozenset[int] = frozenset()
         self._areas: dict[frozenset[int], frozenset] = {}  # kept SIPs -> the area of a search outside cubes
         self._frames: dict[str, tuple[int | None, int | None]] = {}  # node -> (sip, cube), None above that level
-        self._members: dict[tuple[int, int | None], list[str]] = {}  # (sip, cube) or (sip, None) -> its nodes
         self._trees: dict[tuple, _Search] = {}
         self._paths: dict[tuple[str, str, str], tuple[tuple[str, ...], float]] = {}
         # Paths found inside one cube or one SIP, by names relative to it, for reuse in a congruent one (_translate)
         self._shapes: dict[tuple, tuple] = {}
-        self._signatures: dict[tuple[int, int | None], tuple[dict[str, tuple], dict[str, float]]] = {}
-        self._congruent: dict[tuple[int, int | None], int] = {}  # frame -> its congruence class
-        self._classes: dict[int, list[tuple[int, tuple[int, int | None]]]] = {}  # signature hash -> classes
+        self._rows: dict[tuple[int, int | None], dict[str, tuple | None]] = {}  # frame -> relative node -> _row
+        self._verified: dict[tuple, set[str]] = {}  # (frame, frame) -> relative nodes with equal in-frame rows
         self.reused = 0  # paths translated from a congruent cube or SIP
         self.searched = 0  # paths found by a search
 
@@ -126,15 +123,12 @@ class PathRouter:
         """Node id -> (sip, cube, pe or None) for every node inside a cube (built once)."""
         if self._cube_of is None:
             out = {}
-            frames, members = self._frames, self._members
+            frames = self._frames
             for n in self._graph.nodes:
                 loc = nm.locate(n)
                 frames[n] = (loc.sip, loc.cube)
-                if loc.sip is not None:
-                    members.setdefault((loc.sip, None), []).append(n)
                 if loc.cube is not None:
                     out[n] = (loc.sip, loc.cube, loc.pe)
-                    members.setdefault((loc.sip, loc.cube), []).append(n)
             self._cube_of = out
             # the search's area test, node -> (area, PE or None): a cube node's area is (sip, cube) and its PE is
             # (sip, cube, pe) inside a PE; a node of a SIP outside its cubes has area (sip, None); tray nodes have
@@ -252,19 +246,18 @@ class PathRouter:
         return result
 
     # ------------------------------------------------------------- reuse in congruent cubes and SIPs
-    # A corridor search whose settled nodes all lie in the source's cube (or SIP) depended only on that frame's
-    # own nodes and the edges between them: which nodes it popped, in which order, and the adjacency order of their
-    # in-frame neighbours. Edges into other cubes lie outside every same-cube or same-SIP corridor, so the search
-    # skips them before pushing anything. Edges to other nodes outside cubes (the IO chiplet from a cube, the PCIe
-    # switch from a SIP) push entries that were never popped before the destination: they only shift the heap's
-    # sequence numbers, which keeps the order of every other entry. In a congruent frame (the same relative node
-    # names with the same in-frame out-edges, in order, with the same weights and kinds) the search therefore pops
-    # the translated nodes in the same order and finds the translated path, as long as no such outside entry
-    # would be popped first there: each outside edge of a node the first search settled must end strictly farther
-    # than the destination. The guard checks it per reuse: for every node of the new frame with outside edges
-    # whose counterpart the first search settled (it settles a superset of the nodes it had settled when it
-    # reached the destination, so the check can only be stricter), that node's distance plus its shortest outside
-    # edge must exceed the destination's distance. The router then reuses the path instead of searching.
+    # A corridor search whose settled nodes all lie in the source's cube (or SIP) depended only on those nodes'
+    # out-edges: which nodes it popped, in which order, and the adjacency order of their in-frame neighbours.
+    # Edges into other cubes lie outside every same-cube or same-SIP corridor, so the search skips them before
+    # pushing anything. Edges to other nodes outside cubes (the IO chiplet from a cube, the PCIe switch from a SIP)
+    # push entries that were never popped before the destination: they only shift the heap's sequence numbers,
+    # which keeps the order of every other entry. In another frame where each node the first search settled has
+    # the same in-frame out-edges (relative destinations, kinds, weights, in order), the same search from the
+    # translated source pops the translated nodes in the same order, with bit-identical distances, and finds the
+    # translated path -- provided no outside entry would be popped first there. The guard checks that: each such
+    # node's distance plus its shortest edge to a node outside the frame and outside cubes must exceed the
+    # destination's distance. (The nodes recorded may include some settled after the destination, when a search
+    # was resumed for it; that only adds checks.) The router then reuses the path instead of searching.
 
     def _frame_of(self, src: str, dst: str, level: str) -> tuple[int, int | None] | None:
         a, b = self._frames[src], self._frames[dst]
@@ -276,18 +269,24 @@ class PathRouter:
 
     def _remember(self, adj: str, src: str, dst: str, search: _Search, result: tuple[tuple[str, ...], float]) -> None:
         """Keep a corridor search's path, by names relative to its cube or SIP, when the search settled nothing
-        outside that frame; with it the search, whose settled nodes and distances the guard reads."""
+        outside that frame; with it every node the search had settled (relative) and its distance."""
         for level, stayed in (("cube", not search.left_cube), ("sip", not search.left_sip)):
             frame = self._frame_of(src, dst, level) if stayed else None
             if frame is not None:
                 n = len(_prefix(frame)) + 1
                 key = (adj, level, src[n:], dst[n:])
                 if key not in self._shapes:
-                    self._shapes[key] = (frame, tuple(p[n:] for p in result[0]), result[1], search)
+                    dist = search.dist
+                    settled = tuple((u[n:], dist[u]) for u in search.done)
+                    self._shapes[key] = (frame, tuple(p[n:] for p in result[0]), result[1], settled)
                 return
 
     def _translate(self, adj: str, src: str, dst: str) -> tuple[tuple[str, ...], float] | None:
-        """The path from ``src`` to ``dst`` translated from one found in a congruent cube or SIP, or None."""
+        """The path from ``src`` to ``dst`` translated from one found in a congruent cube or SIP, or None.
+
+        Congruent here means: every node the first search settled has, in the new frame, the same out-edges
+        inside the frame (same relative destinations, kinds and weights, in the same order), checked once per
+        node and pair of frames; and the guard holds for each of them."""
         if not self._shapes:
             return None
         for level in ("cube", "sip"):
@@ -297,60 +296,48 @@ class PathRouter:
             head = _prefix(frame)
             n = len(head) + 1
             shape = self._shapes.get((adj, level, src[n:], dst[n:]))
-            if shape is None or not self._is_congruent(shape[0], frame):
+            if shape is None:
                 continue
-            origin, goal, search = _prefix(shape[0]), shape[2], shape[3]
-            done, dist = search.done, search.dist
-            for rel, w in self._frame(frame)[1].items():  # the guard: no outside entry popped before the goal
-                u = f"{origin}.{rel}"
-                if u in done and dist[u] + w <= goal:
+            origin, goal = shape[0], shape[2]
+            same = self._verified.get((origin, frame))
+            if same is None:
+                same = self._verified[(origin, frame)] = set()
+            for rel, d in shape[3]:
+                row = self._row(frame, rel)
+                if row is None:
+                    break
+                if rel not in same:
+                    if row[0] != self._row(origin, rel)[0]:  # type: ignore[index]
+                        break
+                    same.add(rel)
+                if row[1] is not None and d + row[1] <= goal:  # the guard
                     break
             else:
                 return tuple(f"{head}.{p}" for p in shape[1]), goal
         return None
 
-    def _is_congruent(self, a: tuple[int, int | None], b: tuple[int, int | None]) -> bool:
-        return self._class_of(a) == self._class_of(b)
-
-    def _class_of(self, frame: tuple[int, int | None]) -> int:
-        """The congruence class of a cube or SIP: frames with equal signatures share one (classes are kept per
-        signature hash, and equality is checked against each class's first frame)."""
-        got = self._congruent.get(frame)
-        if got is None:
-            sig = self._frame(frame)[0]
-            key = hash(frozenset(sig.items()))
-            classes = self._classes.setdefault(key, [])
-            for i, other in classes:
-                if self._frame(other)[0] == sig:
-                    got = i
-                    break
-            else:
-                got = len(self._congruent) + 1  # a number no other class has
-                classes.append((got, frame))
-            self._congruent[frame] = got
-        return got
-
-    def _frame(self, frame: tuple[int, int | None]) -> tuple[dict[str, tuple], dict[str, float]]:
-        """A cube's or SIP's signature and outside reach, both keyed by node names relative to it.
-
-        The signature maps each node to its out-edges inside the frame, in order, as (relative destination, kind,
-        routing weight). The reach maps each node with edges to nodes outside the frame and outside every cube
-        to the smallest routing weight of those edges."""
-        got = self._signatures.get(frame)
-        if got is None:
-            frames, out_edges = self._frames, self._graph.out_edges
+    def _row(self, frame: tuple[int, int | None], rel: str) -> tuple[tuple, float | None] | None:
+        """One node of a cube or SIP by its name relative to it: its out-edges inside the frame, in order, as
+        (relative destination, kind, routing weight), and the smallest routing weight of its edges to nodes
+        outside the frame and outside every cube (None without such edges); None when the frame has no such node.
+        """
+        rows = self._rows.get(frame)
+        if rows is None:
+            rows = self._rows[frame] = {}
+        got = rows.get(rel, False)
+        if got is False:
             head = _prefix(frame) + "."
-            n = len(head)
-            sig, reach = {}, {}
-            for node in self._members.get(frame, ()):
-                edges = out_edges(node)
-                row = tuple((e.dst[n:], e.kind, e.routing_weight_mm) for e in edges if e.dst.startswith(head))
-                if len(row) < len(edges):  # edges leave the frame: those to nodes outside cubes set its reach
-                    ws = [e.routing_weight_mm for e in edges if not e.dst.startswith(head) and frames[e.dst][1] is None]
-                    if ws:
-                        reach[node[n:]] = min(ws)
-                sig[node[n:]] = row
-            got = self._signatures[frame] = (sig, reach)
+            node = head + rel
+            if node not in self._graph.nodes:
+                got = None
+            else:
+                n = len(head)
+                edges = self._graph.out_edges(node)
+                inside = tuple((e.dst[n:], e.kind, e.routing_weight_mm) for e in edges if e.dst.startswith(head))
+                frames = self._frames
+                ws = [e.routing_weight_mm for e in edges if not e.dst.startswith(head) and frames[e.dst][1] is None]
+                got = (inside, min(ws) if ws else None)
+            rows[rel] = got
         return got
 
 
