@@ -10,12 +10,12 @@ op-log window ``kernbench run`` prints.
 
 Two speed-ups are printed:
 
-* ``cold``: each run builds its own route memo, as ``kernbench run`` does
-  today, so route searches (identical in both fidelities) are part of both
-  wall times;
-* ``warm``: both fidelities share one :class:`PathRouter` that an earlier
-  run of the point has filled, so the figure is the simulation alone (as a
-  sweep on one topology could share its routes).
+* ``cold``: each run builds its own route memo (``PathRouter.drop_shared``
+  before it), as a new ``kernbench run`` process does, so route searches
+  (identical in both fidelities) are part of both wall times;
+* ``warm``: both fidelities share the graph's :class:`PathRouter`, which an
+  earlier run of the point has filled, so the figure is the simulation alone
+  (as the points of a study sweep on one topology share their routes).
 
 Points (``--points all|quick``): the 6-SIP all-reduce (``ccl-allreduce``) at
 several payloads on the ring, torus and mesh 2x3 topologies; ``gemm-single-pe``
@@ -43,7 +43,6 @@ from pathlib import Path
 
 from _output import add_output_options, output_path, write_result
 
-import kernbench.sim.engine as engine_module
 from kernbench.runtime.bench import discover, run_bench
 from kernbench.topology import load_topology
 from kernbench.topology.routing import PathRouter
@@ -109,21 +108,17 @@ def measure(label: str, topology: str, bench: str, params: dict[str, str], repea
     walls: dict[str, list[float]] = {"packet": [], "flow": []}
     lat: dict[str, float] = {}
     events: dict[str, int] = {}
-    for _ in range(repeats):  # cold: a fresh route memo per run, as kernbench run has
+    for _ in range(repeats):  # cold: a fresh route memo per run, as a new process has
         for fid in ("packet", "flow"):
+            PathRouter.drop_shared(graph)
             lat[fid], wall, events[fid] = run_point(graph, bench, params, fid, clock)
             walls[fid].append(wall)
-    shared = PathRouter(graph)
-    original = engine_module.PathRouter
-    engine_module.PathRouter = lambda g: shared if g is graph else original(g)
     warm: dict[str, list[float]] = {"packet": [], "flow": []}
-    try:
-        run_point(graph, bench, params, "flow")  # fills the shared route memo
-        for _ in range(repeats):
-            for fid in ("packet", "flow"):
-                warm[fid].append(run_point(graph, bench, params, fid, clock)[1])
-    finally:
-        engine_module.PathRouter = original
+    PathRouter.drop_shared(graph)
+    run_point(graph, bench, params, "flow")  # fills the route memo every later run on this graph shares
+    for _ in range(repeats):
+        for fid in ("packet", "flow"):
+            warm[fid].append(run_point(graph, bench, params, fid, clock)[1])
     cold = {k: statistics.median(v) for k, v in walls.items()}
     hot = {k: statistics.median(v) for k, v in warm.items()}
     return {"point": label, "topology": topology, "bench": bench, "params": params,

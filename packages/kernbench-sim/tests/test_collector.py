@@ -59,3 +59,4 @@ def test_the_engine_steps_with_the_raised_threshold(thresholds, small_graph, reg
     eng.run()
     assert seen == [RUN_GEN0_THRESHOLD]
     assert gc.get_threshold() == (700, 10, 10)
+

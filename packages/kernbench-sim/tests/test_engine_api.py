@@ -421,3 +421,14 @@ def test_link_stats_can_cover_every_directed_edge(make_engine, small_graph):
     used = eng.link_stats()
     assert [s for s in every if s.packets] == used
     assert sum(s.bytes for s in every) == 4096 * len(used)
+
+
+def test_engines_on_one_graph_share_its_router(small_graph, registry):
+    """Routes are a function of the graph only: every engine on a graph uses the router PathRouter.shared gives
+    (one route search per route across engines), unless one is passed."""
+    from kernbench.topology import PathRouter
+
+    a, b = GraphEngine(small_graph, registry), GraphEngine(small_graph, registry)
+    assert a.router is b.router is PathRouter.shared(small_graph)
+    mine = PathRouter(small_graph)
+    assert GraphEngine(small_graph, registry, router=mine).router is mine

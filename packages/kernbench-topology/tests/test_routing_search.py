@@ -267,3 +267,25 @@ def test_a_sip_linked_to_another_is_not_a_dead_end(graph):
     assert router._dead_ends == frozenset({0, 3, 4, 5})
     assert a in router.control_path(nm.io_cpu(1), nm.io_cpu(2))
     assert b in router.path_with_distance("memory", nm.pcie_ep(2), nm.hbm_ctrl(1, 0, 0))[0]
+
+
+# --------------------------------------------------------------------------- one router per graph and thread
+
+
+def test_the_shared_router_is_one_per_graph_and_thread(small):
+    import threading
+
+    PathRouter.drop_shared(small)
+    first = PathRouter.shared(small)
+    assert PathRouter.shared(small) is first
+    path = first.control_path(nm.HOST, "sip0.cube2.pe3.pe_cpu")
+    assert PathRouter.shared(small).searched == first.searched  # the memo answers a second engine's question
+    other = []
+    t = threading.Thread(target=lambda: other.append(PathRouter.shared(small)))
+    t.start()
+    t.join()
+    assert other[0] is not first and other[0].control_path(nm.HOST, "sip0.cube2.pe3.pe_cpu") == path
+    PathRouter.drop_shared(small)
+    fresh = PathRouter.shared(small)
+    assert fresh is not first and fresh.searched == 0
+    assert fresh.control_path(nm.HOST, "sip0.cube2.pe3.pe_cpu") == path

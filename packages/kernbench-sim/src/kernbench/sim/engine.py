@@ -50,9 +50,10 @@ class GraphEngine:
 
     ``registry`` binds implementation names to component classes (see
     ``kernbench.components.default_registry()``). ``record_hops`` keeps per-hop
-    timestamps of each leg's first packet in :attr:`Request.hops`. ``router`` lets several engines on
-    one graph share a memoised :class:`PathRouter`. ``limits`` are the run's
-    budgets (default: :class:`~kernbench.sim.limits.Limits`). ``fidelity`` is ``"packet"`` (every packet an
+    timestamps of each leg's first packet in :attr:`Request.hops`. ``router`` is the memoised
+    :class:`PathRouter` to use (default: the one every engine on ``graph`` shares in this thread,
+    :meth:`PathRouter.shared`). ``limits`` are the run's budgets (default:
+    :class:`~kernbench.sim.limits.Limits`). ``fidelity`` is ``"packet"`` (every packet an
     event on every wire) or ``"flow"`` (every transfer one flow sharing its links max-min fairly,
     :mod:`kernbench.sim.flow`, ADR 0039).
     """
@@ -66,7 +67,7 @@ class GraphEngine:
         self.env = simpy.Environment()
         _check_simpy_internals(self.env)
         self.resolver = AddressResolver(graph)
-        self.router = router if router is not None else PathRouter(graph)
+        self.router = router if router is not None else PathRouter.shared(graph)
         self.flit_bytes = spec.fabric.flit_bytes
         self.packet_bytes = spec.fabric.packet_bytes
         self.control_bytes = spec.fabric.control_bytes

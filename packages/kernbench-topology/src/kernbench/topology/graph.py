@@ -90,7 +90,8 @@ class TopologyGraph:
     Immutable after construction; one instance can back many engines.
     """
 
-    __slots__ = ("_edge_map", "_edge_pos", "_out", "edges", "mesh", "mesh_path", "nodes", "spec", "views")
+    __slots__ = ("_edge_map", "_edge_pos", "_out", "_routers", "edges", "mesh", "mesh_path", "nodes", "spec",
+                 "views")
 
     def __init__(self, spec: TopologySpec, mesh: CubeMesh, mesh_path: Path | None,
                  nodes: dict[str, Node], edges: list[Edge], views: dict[str, View]) -> None:
@@ -106,6 +107,7 @@ class TopologyGraph:
         for e in self.edges:
             out[e.src].append(e)
         self._out = {k: tuple(v) for k, v in out.items()}
+        self._routers: dict[int, object] = {}  # thread id -> the PathRouter its engines share (PathRouter.shared)
 
     def edge(self, src: str, dst: str) -> Edge:
         """The directed edge ``src -> dst``; :class:`TopologyError` if absent."""

@@ -34,6 +34,7 @@ many engines on the same graph.
 from __future__ import annotations
 
 import heapq
+import threading
 from collections.abc import Callable, Iterable
 from itertools import pairwise
 
@@ -87,6 +88,26 @@ class PathRouter:
         self._verified: dict[tuple, set[str]] = {}  # (frame, frame) -> relative nodes with equal in-frame rows
         self.reused = 0  # paths translated from a congruent cube or SIP
         self.searched = 0  # paths found by a search
+
+    @classmethod
+    def shared(cls, graph: TopologyGraph) -> PathRouter:
+        """The router every engine on ``graph`` shares within the calling thread (made on first use).
+
+        A router only memoises the graph's routes, which never change, so an engine that shares one finds exactly
+        the paths a fresh router would; the points of a sweep on one topology then search each route once. One
+        router per thread, because a search is not safe to resume from two threads at once."""
+        key = threading.get_ident()
+        routers = graph._routers
+        router = routers.get(key)
+        if router is None:
+            router = routers[key] = cls(graph)
+        return router  # type: ignore[return-value]
+
+    @staticmethod
+    def drop_shared(graph: TopologyGraph) -> None:
+        """Forget the routers :meth:`shared` made for ``graph``: the next engine on it searches its routes afresh
+        (a cold start, as a new process has; benchmarks use it)."""
+        graph._routers.clear()
 
     # ------------------------------------------------------------- intents
     def pe_dma_path(self, src_dma: str, dst: str) -> tuple[str, ...]:
