@@ -39,6 +39,7 @@ from __future__ import annotations
 import pkgutil
 import threading
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
@@ -101,8 +102,14 @@ def registered_module(name: str) -> ModuleType | None:
 
 def shipped_algorithms() -> list[str]:
     """The algorithm modules shipped in ``kernbench.ccl.algorithms`` (found on disk, nothing imported)."""
+    return list(_shipped())
+
+
+@lru_cache(maxsize=1)
+def _shipped() -> tuple[str, ...]:
+    """The shipped algorithm modules, listed once per process: the installed package does not change under it."""
     folder = Path(__file__).with_name("algorithms")
-    return sorted(f"{SHIPPED_PACKAGE}.{m.name}" for m in pkgutil.iter_modules([str(folder)]) if not m.ispkg)
+    return tuple(sorted(f"{SHIPPED_PACKAGE}.{m.name}" for m in pkgutil.iter_modules([str(folder)]) if not m.ispkg))
 
 
 def entry_point_algorithms() -> list[str]:
@@ -119,6 +126,11 @@ def known_algorithms() -> list[str]:
 
 def check_registered(module: str, name: str, source: str) -> None:
     """Refuse, by name and before any import, an algorithm module that is not registered."""
+    if module in _shipped():  # the common case, without scanning every installed package's entry points
+        return
+    with _REGISTRY_LOCK:
+        if module in _REGISTERED:
+            return
     known = known_algorithms()
     if module in known:
         return
@@ -137,6 +149,13 @@ def config_path(topology_source: str) -> Path:
     return beside if beside.is_file() else PACKAGED
 
 
+@lru_cache(maxsize=32)
+def _parse(data: bytes, source: str) -> object:
+    """A ``ccl.yaml`` document parsed (``{}`` when empty), memoised by its bytes: every rank of every process group
+    reads the same file, and a changed file has other bytes. Callers only read the result."""
+    return load_yaml(data, source, CclConfigError) or {}
+
+
 def load(path: Path | str, algorithm: str | None = None, collective: str = "all_reduce") -> AlgorithmConfig:
     """Read ``path`` and resolve the algorithm that runs ``collective``: ``algorithm`` when given, else the
     collective's ``algorithm``, else ``defaults.algorithm``."""
@@ -145,7 +164,7 @@ def load(path: Path | str, algorithm: str | None = None, collective: str = "all_
         data = path.read_bytes()
     except OSError as exc:
         raise CclConfigError(f"{path}: cannot read the collective configuration: {exc.strerror}") from None
-    raw = load_yaml(data, str(path), CclConfigError) or {}
+    raw = _parse(data, str(path))
     if not isinstance(raw, dict):
         raise CclConfigError(f"{path}: expected a mapping with 'collectives' (or 'defaults') and 'algorithms'")
     collectives = raw.get("collectives") or {}
@@ -190,7 +209,7 @@ def load(path: Path | str, algorithm: str | None = None, collective: str = "all_
 
 def algorithm_entries(path: Path | str) -> set[str]:
     """The names under ``algorithms:`` in ``path``."""
-    raw = load_yaml(Path(path).read_bytes(), str(path), CclConfigError) or {}
+    raw = _parse(Path(path).read_bytes(), str(path))
     algos = raw.get("algorithms") if isinstance(raw, dict) else None
     return set(algos) if isinstance(algos, dict) else set()
 
@@ -198,7 +217,7 @@ def algorithm_entries(path: Path | str) -> set[str]:
 def configured_collectives(path: Path | str) -> set[str]:
     """The collectives ``path`` chooses an algorithm for: those under ``collectives:`` with an ``algorithm``,
     and ``all_reduce`` when ``defaults`` names one (the shape of files written before ``collectives``)."""
-    raw = load_yaml(Path(path).read_bytes(), str(path), CclConfigError) or {}
+    raw = _parse(Path(path).read_bytes(), str(path))
     if not isinstance(raw, dict):
         return set()
     collectives = raw.get("collectives") or {}

@@ -122,7 +122,7 @@ class _Terms:
 
     def __init__(self, graph: TopologyGraph, kind: str) -> None:
         spec = graph.spec
-        router = PathRouter(graph)
+        router = PathRouter.shared(graph)  # the routes the simulated points of this topology searched already
         self.spec = spec
         pe = spec.pe
         self.c = pe.cost_model.fixed_cycles / pe.clock_ghz + pe.cpu_overhead_ns
