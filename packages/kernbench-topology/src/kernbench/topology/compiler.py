@@ -308,8 +308,8 @@ def compile_spec(spec: TopologySpec, mesh_path: Path | None = None, *, cache: bo
     mesh, _ = ensure_mesh(spec, mesh_path)
     b = _Builder(spec, mesh)
     b.build()
-    views = build_views(spec, mesh, b.nodes, b.edges)
-    return TopologyGraph(spec, mesh, mesh_path, b.nodes, b.edges, views)
+    nodes, edges = b.nodes, b.edges
+    return TopologyGraph(spec, mesh, mesh_path, nodes, edges, lambda: build_views(spec, mesh, nodes, edges))
 
 
 def load_topology(path: str | Path) -> TopologyGraph:

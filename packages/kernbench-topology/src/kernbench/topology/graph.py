@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -90,24 +91,27 @@ class TopologyGraph:
     Immutable after construction; one instance can back many engines.
     """
 
-    __slots__ = ("_edge_map", "_edge_pos", "_out", "_routers", "edges", "mesh", "mesh_path", "nodes", "spec",
-                 "views")
+    __slots__ = ("_edge_map", "_edge_pos", "_memos", "_out", "_views", "edges", "mesh", "mesh_path", "nodes",
+                 "spec")
 
     def __init__(self, spec: TopologySpec, mesh: CubeMesh, mesh_path: Path | None,
-                 nodes: dict[str, Node], edges: list[Edge], views: dict[str, View]) -> None:
+                 nodes: dict[str, Node], edges: list[Edge],
+                 views: dict[str, View] | Callable[[], dict[str, View]]) -> None:
         self.spec = spec
         self.mesh = mesh
         self.mesh_path = mesh_path
         self.nodes: Mapping[str, Node] = MappingProxyType(nodes)
         self.edges: tuple[Edge, ...] = tuple(edges)
-        self.views: Mapping[str, View] = MappingProxyType(views)
+        # the diagram views, or the function that draws them on first use (a simulation never reads them)
+        self._views: Mapping[str, View] | Callable[[], dict[str, View]] = \
+            MappingProxyType(views) if isinstance(views, dict) else views
         self._edge_map = {(e.src, e.dst): e for e in self.edges}
-        self._edge_pos = {(e.src, e.dst): i for i, e in enumerate(self.edges)}
+        self._edge_pos: dict[tuple[str, str], int] | None = None  # made by the first edge_index call
         out: dict[str, list[Edge]] = {n: [] for n in nodes}
         for e in self.edges:
             out[e.src].append(e)
         self._out = {k: tuple(v) for k, v in out.items()}
-        self._routers: dict[int, object] = {}  # thread id -> the PathRouter its engines share (PathRouter.shared)
+        self._memos: dict[tuple[int, object], object] = {}  # (thread id, maker) -> what memo() made
 
     def edge(self, src: str, dst: str) -> Edge:
         """The directed edge ``src -> dst``; :class:`TopologyError` if absent."""
@@ -118,7 +122,32 @@ class TopologyGraph:
 
     def edge_index(self, src: str, dst: str) -> int:
         """Position of the edge ``src -> dst`` in :attr:`edges`."""
-        return self._edge_pos[(src, dst)]
+        pos = self._edge_pos
+        if pos is None:
+            pos = self._edge_pos = {(e.src, e.dst): i for i, e in enumerate(self.edges)}
+        return pos[(src, dst)]
+
+    def memo(self, make: Callable[[TopologyGraph], object]) -> object:
+        """``make(self)``, made once per calling thread and kept with the graph: derived data such as the route
+        memo every engine on the graph shares (:meth:`~kernbench.topology.routing.PathRouter.shared`), so the
+        graph stays what it was in all it models. Per thread, because such memos are not thread-safe."""
+        key = (threading.get_ident(), make)
+        got = self._memos.get(key)
+        if got is None:
+            got = self._memos[key] = make(self)
+        return got
+
+    def forget_memos(self) -> None:
+        """Drop everything :meth:`memo` kept (the next engine starts cold, as in a new process)."""
+        self._memos.clear()
+
+    @property
+    def views(self) -> Mapping[str, View]:
+        """The diagram views by name (system, SIP, cube, PE), drawn on first use."""
+        views = self._views
+        if callable(views):
+            views = self._views = MappingProxyType(views())
+        return views
 
     def has_edge(self, src: str, dst: str) -> bool:
         """Whether the directed edge ``src -> dst`` exists."""

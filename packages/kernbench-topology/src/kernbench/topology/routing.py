@@ -34,7 +34,6 @@ many engines on the same graph.
 from __future__ import annotations
 
 import heapq
-import threading
 from collections.abc import Callable, Iterable
 from itertools import pairwise
 
@@ -95,19 +94,15 @@ class PathRouter:
 
         A router only memoises the graph's routes, which never change, so an engine that shares one finds exactly
         the paths a fresh router would; the points of a sweep on one topology then search each route once. One
-        router per thread, because a search is not safe to resume from two threads at once."""
-        key = threading.get_ident()
-        routers = graph._routers
-        router = routers.get(key)
-        if router is None:
-            router = routers[key] = cls(graph)
-        return router  # type: ignore[return-value]
+        router per thread (:meth:`TopologyGraph.memo`), because a search is not safe to resume from two threads
+        at once."""
+        return graph.memo(cls)  # type: ignore[return-value]
 
     @staticmethod
     def drop_shared(graph: TopologyGraph) -> None:
         """Forget the routers :meth:`shared` made for ``graph``: the next engine on it searches its routes afresh
         (a cold start, as a new process has; benchmarks use it)."""
-        graph._routers.clear()
+        graph.forget_memos()
 
     # ------------------------------------------------------------- intents
     def pe_dma_path(self, src_dma: str, dst: str) -> tuple[str, ...]:
