@@ -24,7 +24,10 @@ Workloads (``--workloads``, comma separated):
 - ``fabric``: ``bench_fabric.py``'s workload (every PE of SIP 0 writes 64 KiB
   across the SIP);
 - ``studies`` (also ``--studies``): ``kernbench study all --jobs 2 --force
-  --no-figures`` into a temporary folder, cold; minutes per run.
+  --no-figures`` into a temporary folder, cold; minutes per run. The study
+  grids grow between commits, so this workload also prints the points both
+  trees ran and the sum of those points' own wall times (as each runner
+  measured them) in each tree, and their ratio.
 
 Run: ``python benchmarks/bench_ab.py --base de8ada4 [--repeats 5] [--workloads allreduce16,gemm] [--studies]``.
 """
@@ -104,7 +107,13 @@ with tempfile.TemporaryDirectory(prefix="kernbench-ab-") as out:
     except SystemExit as exc:
         code = exc.code
     wall = time.perf_counter() - t
-print(json.dumps({"wall_s": wall, "result": [code]}))
+    point_walls = {}  # "study params-json" -> the point's own wall time, as the runner measured it
+    for results in __import__("pathlib").Path(out).glob("*/results.json"):
+        doc = json.loads(results.read_text())
+        walls = doc.get("provenance", {}).get("run", {}).get("point_wall_s", [])
+        for point, w in zip(doc.get("points", []), walls):
+            point_walls[doc.get("study", results.parent.name) + " " + json.dumps(point["params"], sort_keys=True)] = w
+print(json.dumps({"wall_s": wall, "result": [code], "point_walls": point_walls}))
 """
 
 
@@ -147,8 +156,9 @@ def topology_in(tree: Path, name: str) -> Path:
     return own
 
 
-def run_once(tree: Path, script: str, env: dict[str, str]) -> tuple[float, float, object]:
-    """Run ``script`` in a fresh process on ``tree``: (workload wall s, process wall s, result)."""
+def run_once(tree: Path, script: str, env: dict[str, str]) -> tuple[float, float, object, dict | None]:
+    """Run ``script`` in a fresh process on ``tree``: (workload wall s, process wall s, result, and for the
+    studies each point's own wall time by study and params)."""
     full_env = {**os.environ, **env, "KB_TREE": str(tree), "PYTHONHASHSEED": "0"}
     if "KB_TOPOLOGY" in env:
         full_env["KB_TOPOLOGY"] = str(topology_in(tree, env["KB_TOPOLOGY"]))
@@ -159,7 +169,7 @@ def run_once(tree: Path, script: str, env: dict[str, str]) -> tuple[float, float
     if proc.returncode != 0:
         raise SystemExit(f"workload failed on {tree}:\n{proc.stderr[-3000:]}")
     data = json.loads(proc.stdout.strip().splitlines()[-1])
-    return data["wall_s"], process_wall, data["result"]
+    return data["wall_s"], process_wall, data["result"], data.get("point_walls")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,12 +209,15 @@ def main(argv: list[str] | None = None) -> int:
             walls: dict[str, list[float]] = {"base": [], "head": []}
             procs: dict[str, list[float]] = {"base": [], "head": []}
             results: dict[str, set[str]] = {"base": set(), "head": set()}
+            points: dict[str, dict[str, list[float]]] = {"base": {}, "head": {}}
             for i in range(args.repeats):
                 for side in (("base", "head") if i % 2 == 0 else ("head", "base")):  # alternate who goes first
-                    wall, proc, result = run_once(trees[side], script, env)
+                    wall, proc, result, point_walls = run_once(trees[side], script, env)
                     walls[side].append(wall)
                     procs[side].append(proc)
                     results[side].add(json.dumps(result))
+                    for key, w in (point_walls or {}).items():
+                        points[side].setdefault(key, []).append(w)
             med = {s: statistics.median(walls[s]) for s in walls}
             pmed = {s: statistics.median(procs[s]) for s in procs}
             same = results["base"] == results["head"] and len(results["head"]) == 1
@@ -212,7 +225,17 @@ def main(argv: list[str] | None = None) -> int:
                    "base_process_s": pmed["base"], "head_process_s": pmed["head"],
                    "process_ratio": pmed["base"] / pmed["head"], "walls_s": walls, "same_result": same,
                    "result": sorted(results["head"])}
+            common = sorted(set(points["base"]) & set(points["head"]))
+            if common:  # the studies: the points both trees ran, each timed by its runner (grids grow over time)
+                b = sum(statistics.median(points["base"][k]) for k in common)
+                h = sum(statistics.median(points["head"][k]) for k in common)
+                row.update({"points": {s: len(points[s]) for s in points}, "common_points": len(common),
+                            "common_base_s": b, "common_head_s": h, "common_ratio": b / h})
             out["workloads"][name] = row
+            if common:
+                print(f"{name:12s} {len(common)} points in both trees (base ran {len(points['base'])}, head "
+                      f"{len(points['head'])}): their own times sum to {b:.1f} s vs {h:.1f} s, ratio {b / h:.2f}x",
+                      flush=True)
             print(f"{name:12s} base {med['base']:8.3f} s  head {med['head']:8.3f} s  ratio {row['ratio']:5.2f}x   "
                   f"(whole process: {pmed['base']:.2f} s vs {pmed['head']:.2f} s, {row['process_ratio']:.2f}x)"
                   f"{'' if same else '  RESULTS DIFFER'}", flush=True)
