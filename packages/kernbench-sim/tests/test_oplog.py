@@ -34,3 +34,20 @@ def test_the_limit_error_reads_a_settled_log():
     err = limit_error(engine, "the run took more than the wall-clock timeout of 1.5 s", "--timeout SECONDS")
     assert "last op 'gemm' on sip0.cube0.pe0.pe_gemm at 2.0 ns" in str(err)
     assert engine.halted and len(log) == 2
+
+
+def test_slices_of_the_records_are_the_records_one_by_one():
+    """Any slice of ``records`` (contiguous ones take a faster path) holds exactly the records its indices name,
+    in the sorted order, with their parameters."""
+    from kernbench.sim.oplog import OpLog
+
+    log = OpLog()
+    for i in (3, 1, 2, 0, 4, 2):  # out of order, with a tie: the view sorts stably by t_start
+        log.record(float(i), float(i) + 0.5, f"c{i}", "memory", "op", {"i": i, "n": 10 * i})
+    recs = log.records
+    one_by_one = [recs[k] for k in range(len(recs))]
+    assert [r.t_start for r in one_by_one] == [0.0, 1.0, 2.0, 2.0, 3.0, 4.0]
+    for sl in (slice(None), slice(2, 5), slice(-3, None), slice(4, 2), slice(None, None, 2), slice(5, 0, -2),
+               slice(1, 100)):
+        assert recs[sl] == one_by_one[sl], sl
+    assert recs[1:3][1].params == {"i": 2, "n": 20}

@@ -95,13 +95,14 @@ class OpLog:
         return OpRecord(self._t0[i], self._t1[i], *self._site_of[self._site[i]],
                         dict(zip(self._key_of[self._keys[i]], self._vals[i], strict=True)))
 
-    def iter_records(self, n: int) -> Iterator[OpRecord]:
-        """The first ``n`` records in the log's current order, made one by one."""
+    def iter_records(self, n: int, start: int = 0) -> Iterator[OpRecord]:
+        """Records ``start`` to ``n - 1`` in the log's current order, made one by one."""
         t0, t1, site, keys, vals = self._t0, self._t1, self._site, self._keys, self._vals
         sites, names = self._site_of, self._key_of
-        for i in range(n):
+        for i in range(start, n):
             c, k, name = sites[site[i]]
-            yield OpRecord(t0[i], t1[i], c, k, name, dict(zip(names[keys[i]], vals[i], strict=True)))
+            # a record's names and values come from one dict (record), so they have the same length
+            yield OpRecord(t0[i], t1[i], c, k, name, dict(zip(names[keys[i]], vals[i])))  # noqa: B905
 
     @property
     def records(self) -> OpRecords:
@@ -139,7 +140,10 @@ class OpRecords(Sequence):
 
     def __getitem__(self, i: int | slice) -> OpRecord | list[OpRecord]:
         if isinstance(i, slice):
-            return [self._log.record_at(k) for k in range(*i.indices(self._n))]
+            start, stop, step = i.indices(self._n)
+            if step == 1:
+                return list(self._log.iter_records(stop, start)) if stop > start else []
+            return [self._log.record_at(k) for k in range(start, stop, step)]
         if i < 0:
             i += self._n
         if not 0 <= i < self._n:
