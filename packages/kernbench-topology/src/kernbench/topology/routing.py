@@ -28,7 +28,18 @@ is the one the full search tree from that source gives, without searching
 the whole graph for a nearby destination. A path inside a cube or between
 cubes searches its corridor once per (adjacency, source, destination),
 stopping at the destination; every path is memoised. One router can serve
-many engines on the same graph.
+many engines on the same graph: by default every engine on a graph shares
+the one :meth:`PathRouter.shared` keeps per thread.
+
+Two rules spare searches without changing a path (ADR 0038). A *dead-end
+SIP* -- one whose every link to the rest of the graph joins the same outside
+node, the tray's PCIe switch -- is left out of searches between other
+nodes: it is entered only through that node and left only back to it, so
+no route passes through it and nothing it could settle changes the search.
+And a path found inside one cube (or one SIP) is *reused* in another where
+every node the first search settled has the same in-frame out-edges, as
+long as no edge leaving the frame ends within the destination's distance
+(see :meth:`PathRouter._translate`).
 """
 
 from __future__ import annotations
