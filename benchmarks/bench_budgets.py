@@ -71,17 +71,17 @@ def run_benches() -> list[dict]:
 
 
 def run_studies() -> list[dict]:
-    from kernbench.studies.base import PointContext
+    from kernbench.studies.base import PointContext, point_fidelity, simulation_params
     from kernbench.studies.registry import get_study, study_names
 
-    ctx = PointContext(ROOT / "topologies")
     rows = []
     for name in study_names():
         study = get_study(name)
-        for point in study.grid():
+        for point in study.grid():  # a fidelity-panel copy runs in its own fidelity, as the study runner runs it
+            ctx = PointContext(ROOT / "topologies", point_fidelity(point.params))
             with _Engines() as engines:
                 t = time.perf_counter()
-                study.point(point.params, ctx)
+                study.point(simulation_params(point.params), ctx)
                 rows.append({"run": f"study {name} {json.dumps(dict(point.params), sort_keys=True)}",
                              **engines.largest(), "wall_s": round(time.perf_counter() - t, 1)})
             print(f"{rows[-1]['run']}: {rows[-1]['events']:,} events", file=sys.stderr, flush=True)

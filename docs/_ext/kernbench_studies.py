@@ -8,7 +8,9 @@ Connected to ``config-inited``, it:
   ``out/studies/NAME/``, draws each study's figures as SVG from that
   ``results.json`` into ``docs/studies/_figures/``, and writes
   ``docs/studies/NAME.md`` with the same figures, captions and tables as the
-  report (``gqa.md`` says the study has not run when none is registered);
+  report (``gqa.md`` says the study has not run when none is registered),
+  and a "Flow fidelity" part: the fidelity figure drawn from every study's
+  results and the study's own fidelity-panel tables;
 * writes ``docs/validation.md`` from the same results: every study beside
   the earlier team's report and its analytic model (:mod:`kernbench_validation`);
 * writes ``docs/adr/records.md``, a table of every ADR's number, title,
@@ -79,8 +81,37 @@ def _figure_block(spec, rel: str) -> str:
             f"{spec.caption} Regenerate with `{spec.command}`.\n```\n")
 
 
-def study_page(doc: dict, figures_rel: str) -> str:
-    """A study's page: what it runs, the command, provenance, figures with captions, tables."""
+def fidelity_part(doc: dict, docs: dict[str, dict], figures_rel: str) -> list[str]:
+    """The "Flow fidelity" part of a study's page: what the fidelity panel is, the fidelity figure (every study's
+    panel) and the study's own rows of the report's fidelity tables; a sentence when its results have none."""
+    from kernbench.studies.fidelity import rows
+    from kernbench.studies.figures.fidelity import FIGURES
+    from kernbench.studies.report.fidelity_tex import class_table, points_table
+
+    mine = rows(doc)
+    lines = ["## Flow fidelity\n"]
+    if not mine:
+        lines.append("These results hold no fidelity panel (flow fidelity beside packet fidelity): it comes with "
+                     f"the study's packet run, `kernbench study {doc['study']}`.\n")
+        return lines
+    lines.append(f"The study's fidelity panel reruns {len(mine)} of its points in flow fidelity (every transfer one "
+                 "flow sharing its links max-min fairly, ADR 0039) beside the same points in packet fidelity; the "
+                 "error is flow minus packet latency over packet latency, the speed-up packet wall time over flow "
+                 "wall time, each the point's own simulation as the study runner timed it (a cached point keeps the "
+                 "time of the run that computed it). The figure shows every study's panel.\n")
+    for spec in FIGURES:  # the same figure on every study page: each its own target name
+        lines.append(_figure_block(spec, figures_rel).replace(f":name: fig-{spec.name.replace('_', '-')}",
+                                                               f":name: fig-{spec.name.replace('_', '-')}-"
+                                                               f"{doc['study']}"))
+    for t in (class_table(mine), points_table(mine)):
+        lines.append(f"({t.label.replace(':', '-')}-{doc['study']})=\n")
+        lines.append(t.markdown())
+    return lines
+
+
+def study_page(doc: dict, figures_rel: str, docs: dict[str, dict] | None = None) -> str:
+    """A study's page: what it runs, the command, provenance, figures with captions, tables, and (given every
+    study's results ``docs``) the flow-fidelity part."""
     from kernbench.studies.figures import figures_of
     from kernbench.studies.registry import get_study, is_registered, load_ref
 
@@ -100,6 +131,8 @@ def study_page(doc: dict, figures_rel: str) -> str:
     for t in tables:
         lines.append(f"({t.label.replace(':', '-')})=\n")  # the target the validation page's references use
         lines.append(t.markdown())
+    if docs is not None:
+        lines += fidelity_part(doc, docs, figures_rel)
     lines.append("## Fields\n")
     lines.append("| field | unit | meaning |\n|---|---|---|")
     for name, f in doc["fields"].items():
@@ -146,7 +179,7 @@ def _generate(app: Sphinx, config: Config) -> None:
             _write_if_changed(pages / f"{name}.md", not_run_page(name, SKIPPED))
         _validation(srcdir, {}, SKIPPED)
         return
-    from kernbench.studies.figures import render_study
+    from kernbench.studies.figures import render_fidelity, render_study
     from kernbench.studies.results import load
     from kernbench.studies.runner import RunOptions, run_studies
 
@@ -157,11 +190,13 @@ def _generate(app: Sphinx, config: Config) -> None:
                                                       progress=False))
     finally:
         os.chdir(old)
-    docs: dict[str, dict | None] = {}
+    docs: dict[str, dict] = {}
     for r in runs:
         doc = docs[r.study] = load(repo / r.results)
         render_study(doc, pages / "_figures", ("svg",), repo / "topologies")
-        _write_if_changed(pages / f"{r.study}.md", study_page(doc, "_figures"))
+    render_fidelity(docs, pages / "_figures", ("svg",))  # drawn from every study's fidelity panel
+    for name, doc in docs.items():
+        _write_if_changed(pages / f"{name}.md", study_page(doc, "_figures", docs))
     _validation(srcdir, docs)
 
 

@@ -334,6 +334,10 @@ CLI_CASES: tuple[CliCase, ...] = (
             "{tmp}/l.json", files={"l.json": raw(b"\xff\xfe not json")}),
     CliCase("study-unknown", SEC_OTHER, "a study that does not exist", ("study", "nosuch", "--dry-run"),
             "nosuch"),
+    CliCase("study-fidelity", SEC_OTHER, "`study --fidelity` that is neither packet nor flow (worded as `run "
+            "--fidelity`)", ("study", "gemm", "--fidelity", "exact", "--dry-run"),
+            "--fidelity 'exact' is invalid; use packet (every packet on every link) or flow (every transfer one flow "
+            "sharing its links max-min fairly)"),
 )
 
 API_CASES: tuple[ApiCase, ...] = (

@@ -24,13 +24,14 @@ def synthetic() -> ModuleType:
 
 @pytest.fixture(scope="session")
 def drawn_figures(synthetic, tmp_path_factory) -> Path:
-    """The report's figures of the synthetic results of every study (``write_synthetic``'s), drawn once for the
-    whole test run as ``kernbench report`` draws them (PDF, beside their input stamps): the folder holding them.
+    """The report's figures of the synthetic results of every study (``write_synthetic``'s), the fidelity figure
+    of all of them included, drawn once for the whole test run as ``kernbench report`` draws them (PDF, beside
+    their input stamps): the folder holding them.
 
     Drawing them is most of the time a report generation takes, and five test modules generate the report from
     these same results. Under pytest-xdist the workers share one drawing: the first worker to get here draws
     while the others wait for it (a lock file in the run's common temporary folder)."""
-    from kernbench.studies.figures import render_study, render_topology
+    from kernbench.studies.figures import render_fidelity, render_study, render_topology
 
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     root = tmp_path_factory.getbasetemp().parent if worker else tmp_path_factory.getbasetemp()
@@ -44,6 +45,7 @@ def drawn_figures(synthetic, tmp_path_factory) -> Path:
             for doc in docs.values():
                 render_study(doc, folder, ("pdf",), topologies)
             render_topology(topologies, folder, ("pdf",))
+            render_fidelity(docs, folder, ("pdf",))
             done.touch()
     return folder
 

@@ -166,17 +166,59 @@ def _moe_values(p: dict) -> dict:
     return out
 
 
+#: Made-up relative latency errors of flow fidelity, taken in turn by a study's fidelity-panel points.
+FLOW_ERRORS = (0.002, -0.004, 0.0, 0.011, -0.0007)
+#: Made-up speed-ups of flow fidelity, taken in turn; a GQA long-context point at the largest size gets
+#: :data:`FAST_SPEEDUP`, so that some points reach the target and others miss it.
+FLOW_SPEEDUPS = (1.3, 0.8, 2.4, 1.1, 3.5)
+FAST_SPEEDUP = 32.0
+
+
+def _flow_values(study, params: dict, values: dict, n: int) -> dict:
+    """The values of the ``n``-th fidelity-panel point: its packet point's, the latency off by a made-up error."""
+    field = study.fidelity.latency(params)
+    return {**values, field: values[field] * (1 + FLOW_ERRORS[n % len(FLOW_ERRORS)]),
+            "events": max(1, values["events"] // 8)}
+
+
+def _flow_speedup(params: dict, n: int) -> float:
+    if params.get("panel") == "long_context" and params.get("keys") == 131072:
+        return FAST_SPEEDUP
+    return FLOW_SPEEDUPS[n % len(FLOW_SPEEDUPS)]
+
+
 def synthetic_doc(name: str) -> dict:
-    """A complete results document of study ``name`` with made-up values (see the module docstring)."""
+    """A complete results document of study ``name`` with made-up values (see the module docstring). Its fidelity
+    panel's points hold their packet point's values with the latency off by :data:`FLOW_ERRORS` and wall times
+    shorter by :data:`FLOW_SPEEDUPS`."""
     study = get_study(name)
     make = {"gemm": _gemm_values, "allreduce": _allreduce_values, "gqa": _gqa_values, "moe": _moe_values}[name]
-    points = [{"labels": dict(p.labels), "params": dict(p.params), "values": make(dict(p.params))}
-              for p in study.grid()]
+    points, walls, n = [], [], 0
+    for i, p in enumerate(study.grid()):
+        params = dict(p.params)
+        base = {k: v for k, v in params.items() if k != "fidelity"}
+        values, wall = make(base), 0.01 * (1 + i % 7)
+        if "fidelity" in params:
+            values = _flow_values(study, base, values, n)
+            wall = 0.02 * (1 + n % 3) / _flow_speedup(base, n)
+            n += 1
+        points.append({"labels": dict(p.labels), "params": params, "values": values})
+        walls.append(wall)
+    for i, p in enumerate(points):  # a packet point's wall time: its flow copy's times its speed-up
+        if "fidelity" in p["params"]:
+            base = {k: v for k, v in p["params"].items() if k != "fidelity"}
+            j = next(k for k, q in enumerate(points) if q["params"] == base)
+            walls[j] = walls[i] * _flow_speedup(base, _nth(points, i))
     run = {"argv": ["test"], "executor": "serial", "jobs": 1, "wall_s": 0.0, "points_run": len(points),
-           "points_cached": 0, "point_wall_s": [0.01] * len(points)}
+           "points_cached": 0, "point_wall_s": walls}
     files = sorted({f for p in study.grid() for f in study.files(dict(p.params))})
     topology_files = {f: file_digest(TOPOLOGIES / f) for f in files}
     return res.document(study, points, {**PROVENANCE, "topology_files": topology_files, "run": run})
+
+
+def _nth(points: list[dict], i: int) -> int:
+    """How many fidelity-panel points come before point ``i``."""
+    return sum("fidelity" in p["params"] for p in points[:i])
 
 
 def write_synthetic(folder, names=("gemm", "allreduce", "gqa", "moe")) -> dict:

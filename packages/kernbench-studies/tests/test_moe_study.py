@@ -162,7 +162,8 @@ def _claims(doc: dict) -> tuple[dict[str, str], Numbers, dict[str, str]]:
 
 
 #: The panels this module's figures and report section show; the study's decoder panel
-#: (:mod:`kernbench.studies.decoder`) comes after them in the grid and is not part of them.
+#: (:mod:`kernbench.studies.decoder`) and its fidelity panel (:mod:`kernbench.studies.fidelity`) come after them in
+#: the grid and are not part of them.
 SHOWN = {"collectives": 36, "expert_parallel": 20, "capacity": 7, "dispatch_links": 2}
 
 
@@ -174,7 +175,7 @@ def test_the_grid_has_65_points_in_the_four_panels_with_their_documented_params(
     shown = [p for p in grid if p.labels["panel"] in SHOWN]
     assert len(shown) == 65 and grid[:65] == tuple(shown)  # first in the grid, in this order
     assert {k: len(v) for k, v in panels.items() if k in SHOWN} == SHOWN
-    assert set(panels) - set(SHOWN) <= {"decoder"}
+    assert set(panels) - set(SHOWN) <= {"decoder", "fidelity"}
     assert PAYLOADS == (4096, 16384, 65536, 131072)
     assert TOPOLOGIES == ("6sip_2x3_ring_1d.yaml", "6sip_2x3_torus_2d.yaml", "6sip_2x3_mesh_2d_no_wrap.yaml")
     assert {(p["collective"], p["algorithm"], p["topology"], p["bytes_per_rank"]) for p in panels["collectives"]} == {

@@ -82,7 +82,9 @@ def test_overflowing_numbers_and_random_bytes(synthetic, tmp_path):
 def test_a_where_run_records_its_selection_and_loads(synthetic, tmp_path):
     """A ``--where`` run holds part of the grid and says which part (``provenance.run.where``)."""
     doc = synthetic.synthetic_doc("gemm")
-    doc["points"] = [p for p in doc["points"] if p["labels"]["series"] == "tiles"]
+    # what --where series=tiles selects: a param wins over a label, so the fidelity panel's copy of a tiles point
+    # (label series=fidelity, param series=tiles) is part of the selection
+    doc["points"] = [p for p in doc["points"] if {**p["labels"], **p["params"]}["series"] == "tiles"]
     doc["provenance"]["run"] = {"where": {"series": ["tiles"]}}
     path = tmp_path / "results.json"
     path.write_text(json.dumps(doc))

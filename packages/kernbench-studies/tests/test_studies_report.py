@@ -236,7 +236,8 @@ def test_the_pdf_shows_every_generated_number_and_follows_the_results(synthetic_
     info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout
     assert stats.pages == int(re.search(r"Pages:\s+(\d+)", info).group(1))
     sections = "".join(p.read_text() for p in (REPORT / "sections").glob("*.tex"))
-    generated = "".join((gen.tex_dir / "generated" / f).read_text() for f in ("gqa-results.tex", "moe.tex"))
+    generated = "".join((gen.tex_dir / "generated" / f).read_text() for f in ("gqa-results.tex", "moe.tex",
+                                                                                       "fidelity.tex"))
     assert stats.figures == len(re.findall(r"\\kbFig[A-Z]", sections + generated))
     tables = "".join(p.read_text() for p in (gen.tex_dir / "generated").glob("*.tex"))
     assert stats.tables == tables.count(r"\begin{table}")  # the appendix's two included, no empty table

@@ -99,7 +99,7 @@ def test_a_registered_study_is_run_drawn_and_reported_from_its_registration_alon
     sections = (generated / "study-sections.tex").read_text().splitlines()
     assert [line for line in sections if line.startswith("\\input")] == [
         r"\input{sections/03-gemm}", r"\input{sections/04-allreduce}", r"\input{sections/05-gqa}",
-        r"\input{generated/moe}", r"\input{generated/tiny-section}"]
+        r"\input{generated/moe}", r"\input{generated/tiny-section}", r"\input{generated/fidelity}"]
     assert (generated / "tiny-section.tex").read_text().startswith(r"\section{A tiny study}")
     assert r"\newcommand{\kbClaimTiny}" in (generated / "claims.tex").read_text()
     assert gen.numbers.items["kbTinyTop"].text == "12.0"

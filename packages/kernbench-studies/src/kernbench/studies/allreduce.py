@@ -23,6 +23,9 @@ each), in timing mode. The payloads are the earlier report's grid (16 B to
   :mod:`kernbench.studies.allreduce_oneway` (a different number of serial
   exchange steps per topology, the same kernel inside each SIP).
 
+A ``fidelity`` panel reruns a few points of the topology, buffer-kind and ablation panels
+(:data:`FIDELITY_POINTS`) in flow fidelity, each beside its packet point (:mod:`kernbench.studies.fidelity`).
+
 A links point runs the same configuration as the topology panel's 64 KiB
 point plus the param ``link_stats: true``, so it is a simulation of its own
 (three more runs) rather than a record shared with that point: a shared
@@ -54,7 +57,16 @@ from kernbench.ccl import collective_span_ns, register_algorithm
 from kernbench.runtime import RuntimeContext
 from kernbench.studies import allreduce_links, allreduce_oneway
 from kernbench.studies.allreduce_model import SCHEDULES, predict
-from kernbench.studies.base import Field, Point, PointContext, ReportSection, Scalar, Study, StudyError
+from kernbench.studies.base import (
+    FidelityPanel,
+    Field,
+    Point,
+    PointContext,
+    ReportSection,
+    Scalar,
+    Study,
+    StudyError,
+)
 from kernbench.studies.graphs import study_graph
 from kernbench.topology import naming as nm
 from kernbench.topology.sip_topologies import SHIPPED, TORUS_2D
@@ -78,13 +90,20 @@ CCL_FILE = "ccl.yaml"
 ONE_CUBE = "1x1"
 #: The schedule ablation's exchange (a key of :data:`kernbench.studies.allreduce_model.SCHEDULES`).
 ONE_WAY = "one_way"
+#: The fidelity panel: (panel, topology, bytes per PE, buffer kind) of the points rerun in flow fidelity: every
+#: topology at a small and a large payload, the SRAM and HBM rings at the large one, and each ablation on the
+#: torus at the large one.
+FIDELITY_POINTS: tuple[tuple[str, str, int, str], ...] = (
+    *(("topology", t, b, "tcm") for t in TOPOLOGIES for b in (1024, 65536)),
+    *(("buffer_kind", TORUS, 65536, k) for k in ("sram", "hbm")),
+    ("exchange_only", TORUS, 65536, "tcm"), ("schedule", TORUS, 65536, "tcm"))
 
 FIELDS: tuple[Field, ...] = (
     Field("panel", "", "topology (3 SIP topologies x payloads), buffer_kind (TCM/SRAM/HBM x payloads on the torus), "
                        "sensitivity (buffer kinds at 64 KiB as the HBM pseudo-channel bandwidth grows), links (the "
                        "3 SIP topologies at 64 KiB with TCM rings, per-link traffic recorded), exchange_only (the "
                        "topology panel with one cube per SIP) or schedule (the topology panel with the one-way "
-                       "exchange between SIPs)"),
+                       "exchange between SIPs), or fidelity (some of their points in flow fidelity)"),
     Field("topology", "", "topology file, relative to the topologies folder"),
     Field("bytes_per_pe", "B", "all-reduce payload held by each participating PE"),
     Field("buffer_kind", "", "where the IPCQ receive rings live: tcm, sram or hbm"),
@@ -130,9 +149,24 @@ FIELDS: tuple[Field, ...] = (
 )
 
 
+def _describe(params: Mapping[str, Scalar]) -> str:
+    """A point's short name: ``torus_2d 64 KiB tcm`` (with ``1x1 cubes`` or ``one_way`` for an ablation)."""
+    topo = str(params["topology"]).removeprefix("6sip_2x3_").removesuffix(".yaml")
+    b = int(params["bytes_per_pe"])
+    size = f"{b // 1024} KiB" if b >= 1024 and b % 1024 == 0 else f"{b} B"
+    extra = [f"{params['cube_mesh']} cubes"] if params.get("cube_mesh") else []
+    extra += [str(params["schedule"])] if params.get("schedule") else []
+    return " ".join([topo, size, str(params["buffer_kind"]), *extra])
+
+
+#: The all-reduce study's fidelity panel: the all-reduce's latency compared.
+FIDELITY_PANEL = FidelityPanel(latency=lambda params: "allreduce_ns", describe=_describe)
+
+
 def grid() -> tuple[Point, ...]:
     """Topology panel (topology-major), buffer-kind panel (kind-major), sensitivity panel (kind-major), links
-    panel (one point per topology), then the exchange-only and schedule ablations (topology-major)."""
+    panel (one point per topology), the exchange-only and schedule ablations (topology-major), then the fidelity
+    panel (:data:`FIDELITY_POINTS` in grid order, in flow fidelity)."""
     points = [Point({"panel": "topology"}, {"topology": t, "bytes_per_pe": b, "buffer_kind": "tcm",
                                             "hbm_channel_gbs": None}) for t in TOPOLOGIES for b in PAYLOADS]
     points += [Point({"panel": "buffer_kind"}, {"topology": TORUS, "bytes_per_pe": b, "buffer_kind": k,
@@ -148,6 +182,9 @@ def grid() -> tuple[Point, ...]:
     points += [Point({"panel": "schedule"}, {"topology": t, "bytes_per_pe": b, "buffer_kind": "tcm",
                                              "hbm_channel_gbs": None, "schedule": ONE_WAY})
                for t in TOPOLOGIES for b in PAYLOADS]
+    points += FIDELITY_PANEL.twins(p for p in list(points) if (p.labels["panel"], p.params["topology"],
+                                                              p.params["bytes_per_pe"], p.params["buffer_kind"])
+                                   in FIDELITY_POINTS)
     return tuple(points)
 
 
@@ -242,7 +279,7 @@ def run_point(params: Mapping[str, Scalar], ctx: PointContext) -> dict[str, Scal
     graph = study_graph(ctx.topology_dir, str(params["topology"]), overrides(params))
     spec = graph.spec
     world = spec.system.sips.count
-    torch = RuntimeContext(graph, data=False)
+    torch = RuntimeContext(graph, data=False, fidelity=ctx.fidelity)
     if schedule == ONE_WAY:
         # registered here, in the process that runs the point, so that importing the study adds nothing to the
         # algorithm modules every other ccl.yaml may name
@@ -296,4 +333,5 @@ STUDY = Study(
     figures=("kernbench.studies.figures.allreduce:FIGURES", "kernbench.studies.figures.allreduce_links:FIGURES"),
     report=ReportSection("kernbench.studies.report.allreduce_tex:generate", "sections/04-allreduce",
                          "kernbench.studies.report.allreduce_tex:tables"),
+    fidelity=FIDELITY_PANEL,
 )

@@ -2,9 +2,17 @@
 
 A point's key is the SHA-256 of its study name, its params, the SHA-256 of
 every topology file it reads (absent files count as absent), its spec
-overrides, and a digest of the source of every kernbench module its study
-imports (:func:`source_digest`). Change any of them and the point reruns;
-change a figure or the report and nothing reruns.
+overrides, a digest of the source of every kernbench module its study
+imports (:func:`source_digest`), and the network fidelity it runs in. Change
+any of them and the point reruns; change a figure or the report and nothing
+reruns.
+
+The fidelity enters the key as a part of its own, ``"fidelity": "flow"``,
+and only in flow fidelity: a packet point's key is made of exactly what it
+was made of before flow fidelity existed, so packet entries stay valid. The
+``fidelity`` param of a fidelity-panel point is not part of the key's params
+(it only says which fidelity the point runs in), so a panel point and the
+same point of a ``--fidelity flow`` run share one entry.
 
 Entries are written atomically (a temporary file in the same folder, then
 ``os.replace``). Each entry holds the SHA-256 of its content (key, values,
@@ -30,7 +38,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from kernbench.studies.base import Scalar, Study, StudyError
+from kernbench.studies.base import Scalar, Study, StudyError, point_fidelity, simulation_params
 from kernbench.studies.results import check_record
 from kernbench.topology.files import atomic_write_text, cache_root
 from kernbench.topology.mesh_gen import CacheWarning
@@ -161,15 +169,20 @@ class KeyParts:
     files: Mapping[str, str | None]
     overrides: Mapping[str, Scalar]
     source: str
+    fidelity: str = "packet"
 
     def key(self) -> str:
         """The SHA-256 (hex) of the parts."""
         return hashlib.sha256(canonical(self.as_json()).encode()).hexdigest()
 
     def as_json(self) -> dict:
-        """The parts as a JSON-ready dict."""
-        return {"format": CACHE_FORMAT, "study": self.study, "params": dict(self.params), "files": dict(self.files),
-                "overrides": dict(self.overrides), "source": self.source}
+        """The parts as a JSON-ready dict (``fidelity`` only when it is not ``packet``, so that packet keys are
+        what they were before the part existed)."""
+        out = {"format": CACHE_FORMAT, "study": self.study, "params": dict(self.params), "files": dict(self.files),
+               "overrides": dict(self.overrides), "source": self.source}
+        if self.fidelity != "packet":
+            out["fidelity"] = self.fidelity
+        return out
 
 
 def canonical(value: object) -> str:
@@ -177,15 +190,22 @@ def canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
-def key_parts(study: Study, params: Mapping[str, Scalar], topology_dir: Path) -> KeyParts:
-    """The key parts of one point of ``study``."""
+def key_parts(study: Study, params: Mapping[str, Scalar], topology_dir: Path, fidelity: str = "packet") -> KeyParts:
+    """The key parts of one point of ``study`` in a run of ``fidelity`` (the point's own ``fidelity`` param, when
+    it has one, wins: :func:`~kernbench.studies.base.point_fidelity`)."""
+    mode = point_fidelity(params, fidelity)
+    params = simulation_params(params)
     files = {name: file_digest(Path(topology_dir) / name) for name in study.files(params)}
-    return KeyParts(study.name, params, files, study.overrides(params), source_digest(study.modules))
+    return KeyParts(study.name, params, files, study.overrides(params), source_digest(study.modules), mode)
 
 
-def params_id(study: str, params: Mapping[str, Scalar]) -> str:
-    """A point's identity across code and topology changes (study + params), hex SHA-256."""
-    return hashlib.sha256(canonical({"study": study, "params": dict(params)}).encode()).hexdigest()
+def params_id(study: str, params: Mapping[str, Scalar], fidelity: str = "packet") -> str:
+    """A point's identity across code and topology changes (study + params, + fidelity when not packet), hex
+    SHA-256."""
+    ident: dict = {"study": study, "params": dict(params)}
+    if fidelity != "packet":
+        ident["fidelity"] = fidelity
+    return hashlib.sha256(canonical(ident).encode()).hexdigest()
 
 
 # --------------------------------------------------------------------------- store
@@ -263,11 +283,12 @@ class ResultCache:
         entry = {"format": CACHE_FORMAT, "key": key, "parts": parts.as_json(), "values": values, "wall_s": wall_s,
                  "sha256": content_hash(key, values, wall_s)}
         atomic_write_text(self._entry(key), json.dumps(entry, sort_keys=True, allow_nan=False) + "\n")
-        atomic_write_text(self._index(parts.study, params_id(parts.study, parts.params)), canonical(parts.as_json()))
+        atomic_write_text(self._index(parts.study, params_id(parts.study, parts.params, parts.fidelity)),
+                          canonical(parts.as_json()))
 
     def why(self, parts: KeyParts) -> str:
         """Why a point without a valid entry runs: what changed since its last run, or that it never ran."""
-        path = self._index(parts.study, params_id(parts.study, parts.params))
+        path = self._index(parts.study, params_id(parts.study, parts.params, parts.fidelity))
         try:
             last = json.loads(path.read_bytes().decode("utf-8"))
         except (OSError, ValueError, RecursionError):

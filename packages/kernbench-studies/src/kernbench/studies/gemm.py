@@ -9,6 +9,9 @@ loaded first); the output goes back to HBM tile by tile:
 * ``tiles``: one output tile, ``n = 1…48`` tiles along K (``M = tm``,
   ``K = n·tk``, ``N = tn`` with the tile read from the topology).
 
+A ``fidelity`` panel reruns a few of those points (:data:`FIDELITY_POINTS`) in flow fidelity, each beside its
+packet point (:mod:`kernbench.studies.fidelity`).
+
 Each point reports the composite's time, MAC efficiency (real MACs over the
 peak rate times the composite time), the busy time of each stage inside the
 composite, and beside them an independent model's prediction and its stage
@@ -24,7 +27,16 @@ from collections.abc import Mapping
 
 from kernbench.benches.matmul_composite import composite_kernel
 from kernbench.runtime import DPPolicy, RuntimeContext
-from kernbench.studies.base import Field, Point, PointContext, ReportSection, Scalar, Study, StudyError
+from kernbench.studies.base import (
+    FidelityPanel,
+    Field,
+    Point,
+    PointContext,
+    ReportSection,
+    Scalar,
+    Study,
+    StudyError,
+)
 from kernbench.studies.gemm_model import VARIANTS, fill_ratio, peak_macs_per_ns, predict, tile_shape
 from kernbench.studies.graphs import study_graph
 
@@ -36,6 +48,11 @@ SHAPES: tuple[tuple[int, int, int], ...] = (
 #: The tile-count series: tiles along K.
 TILE_COUNTS: tuple[int, ...] = tuple(range(1, 49))
 DTYPE = "float16"
+#: The fidelity panel: (series, variant, shape (M, K, N) or tiles along K) of the points rerun in flow fidelity:
+#: the smallest shape, the longest K, the largest shape with each staging, and the longest tile run.
+FIDELITY_POINTS: tuple[tuple[str, str, tuple[int, int, int] | int], ...] = (
+    ("shapes", "load_load", (32, 32, 32)), ("shapes", "ref_ref", (32, 3072, 32)),
+    *(("shapes", v, (512, 512, 512)) for v in VARIANTS), ("tiles", "ref_ref", 48))
 
 #: Stage name in the op log -> result field of its busy time inside the composite.
 _STAGE_OPS = {("pe_dma", "dma_read"): "busy_dma_read_ns", ("pe_fetch_store", "fetch"): "busy_fetch_ns",
@@ -43,8 +60,8 @@ _STAGE_OPS = {("pe_dma", "dma_read"): "busy_dma_read_ns", ("pe_fetch_store", "fe
               ("pe_dma", "dma_write"): "busy_dma_write_ns"}
 
 FIELDS: tuple[Field, ...] = (
-    Field("series", "", "which series the point belongs to: shapes (8 shapes x 3 variants) or tiles (1..48 tiles "
-                        "along K)"),
+    Field("series", "", "which series the point belongs to: shapes (8 shapes x 3 variants), tiles (1..48 tiles "
+                        "along K) or fidelity (some of their points in flow fidelity)"),
     Field("topology", "", "topology file, relative to the topologies folder"),
     Field("variant", "", "operand staging: ref_ref, load_ref or load_load"),
     Field("k_tiles", "1", "tiles along K requested by the tiles series (M = tile_m, N = tile_n)"),
@@ -82,12 +99,30 @@ FIELDS: tuple[Field, ...] = (
 )
 
 
+def _describe(params: Mapping[str, Scalar]) -> str:
+    """A point's short name: ``512×512×512 ref_ref`` or ``48 K tiles ref_ref``."""
+    if params["series"] == "tiles":
+        return f"{params['k_tiles']} K tiles {params['variant']}"
+    return f"{params['m']}×{params['k']}×{params['n']} {params['variant']}"
+
+
+#: The GEMM study's fidelity panel: the composite's time compared.
+FIDELITY_PANEL = FidelityPanel(latency=lambda params: "composite_ns", describe=_describe, label="series")
+
+
+def _in_fidelity_panel(params: Mapping[str, Scalar]) -> bool:
+    size = params["k_tiles"] if params["series"] == "tiles" else (params["m"], params["k"], params["n"])
+    return (params["series"], params["variant"], size) in FIDELITY_POINTS
+
+
 def grid() -> tuple[Point, ...]:
-    """The shapes series (shape-major, variants in order) then the tiles series (variant-major)."""
+    """The shapes series (shape-major, variants in order), the tiles series (variant-major), then the fidelity
+    panel (:data:`FIDELITY_POINTS` in grid order, in flow fidelity)."""
     points = [Point({"series": "shapes"}, {"series": "shapes", "topology": TOPOLOGY, "variant": v, "m": m, "k": k,
                                            "n": n}) for (m, k, n) in SHAPES for v in VARIANTS]
     points += [Point({"series": "tiles"}, {"series": "tiles", "topology": TOPOLOGY, "variant": v, "k_tiles": t})
                for v in VARIANTS for t in TILE_COUNTS]
+    points += FIDELITY_PANEL.twins(p for p in list(points) if _in_fidelity_panel(p.params))
     return tuple(points)
 
 
@@ -108,7 +143,7 @@ def run_point(params: Mapping[str, Scalar], ctx: PointContext) -> dict[str, Scal
     tile = tile_shape(spec)
     m, k, n = _shape(params, tile)
     one = DPPolicy(num_cubes=1, num_pes=1)
-    torch = RuntimeContext(graph, data=False)  # a throwaway runtime: nothing to free afterwards
+    torch = RuntimeContext(graph, data=False, fidelity=ctx.fidelity)  # throwaway: nothing to free
     a, b, c = (torch.empty(s, DTYPE, one) for s in ((m, k), (k, n), (m, n)))
     torch.wait(torch.launch("gemm_study", composite_kernel(variant), a, b, c))
     records = list(torch.oplog.records)
@@ -166,4 +201,5 @@ STUDY = Study(
     figures=("kernbench.studies.figures.gemm:FIGURES",),
     report=ReportSection("kernbench.studies.report.gemm_tex:generate", "sections/03-gemm",
                          "kernbench.studies.report.gemm_tex:tables"),
+    fidelity=FIDELITY_PANEL,
 )

@@ -15,6 +15,9 @@ heads per KV head, head size 64, seeded float16 inputs; the values do not change
   files, with theirs, each once as modelled and once with the PE_CPU dispatch cost set to zero (``dispatch:
   zero``, a spec override of ``pe.cost_model``); the headline panels run with zero dispatch cost too.
 
+A ``fidelity`` panel reruns a few points of the headline, long-context and dispatch panels
+(:data:`FIDELITY_POINTS`) in flow fidelity, each beside its packet point (:mod:`kernbench.studies.fidelity`).
+
 Each point reports the call's latency (first PE entering an attention kernel to the last leaving one), its
 operation mix, engine occupancy, IPCQ messages, the KV bytes held per cube, and the dispatch cycles and
 commands of its kernels.
@@ -29,7 +32,16 @@ from kernbench.layers.attention import gqa_decode
 from kernbench.layers.attention.benchkit import inputs
 from kernbench.runtime import RuntimeContext
 from kernbench.studies import gqa_reference
-from kernbench.studies.base import Field, Point, PointContext, ReportSection, Scalar, Study, StudyError
+from kernbench.studies.base import (
+    FidelityPanel,
+    Field,
+    Point,
+    PointContext,
+    ReportSection,
+    Scalar,
+    Study,
+    StudyError,
+)
 from kernbench.studies.graphs import study_graph
 from kernbench.studies.results import select
 
@@ -45,11 +57,24 @@ ENGINES = ("pe_dma", "pe_fetch_store", "pe_gemm", "pe_math", "pe_cpu")
 #: PE_CPU dispatch cost: as the topology gives it, or zero (both ``pe.cost_model`` fields overridden).
 DISPATCH_MODES: tuple[str, ...] = ("model", "zero")
 ZERO_DISPATCH: dict[str, Scalar] = {"pe.cost_model.fixed_cycles": 0.0, "pe.cost_model.r_cycles_per_byte": 0.0}
+#: The fidelity panel: (panel, what) of the points rerun in flow fidelity, ``what`` a headline panel's name, a
+#: long-context (partition, keys) or a dispatch (variant, KV tiles): the four headline panels, every long-context
+#: partitioning at 4K keys, three of them at 16K, the replicated tensor-parallel one at 128K (its packet point is
+#: the study's costliest, its flow point costs seconds; the others at 128K cost tens of seconds of flow fidelity,
+#: a minute for cube_repl_pe_sp, which would grow a cold run of every study by more than a tenth), and one dispatch
+#: point.
+FIDELITY_POINTS: tuple[tuple[str, object], ...] = (
+    *(("headline", p.name) for p in PANELS),
+    *(("long_context", (part, 4096)) for part in LONG_PARTITIONS),
+    *(("long_context", (part, 16384)) for part in ("cube_sp_pe_tp", "cube_repl_pe_tp", "cube_sp_pe_sp")),
+    ("long_context", ("cube_repl_pe_tp", 131072)),
+    ("dispatch", ("opt2", 32)))
 
 FIELDS: tuple[Field, ...] = (
     Field("panel", "", "headline (the four bench panels), long_context (four decode partitionings over 8 cubes x 8 "
                        "PEs at several S), dispatch (one PE, opt1/opt2/opt3 at 16 and 32 KV tiles) or reference "
-                       "(the earlier report's workloads with its kernels and with ours)"),
+                       "(the earlier report's workloads with its kernels and with ours), or fidelity (some of "
+                       "their points in flow fidelity)"),
     Field("topology", "", "topology file, relative to the topologies folder"),
     Field("name", "", "headline panel name"),
     Field("partition", "", "decode partitioning of the long-context panel"),
@@ -92,9 +117,36 @@ def reference_points() -> list[Point]:
     return points
 
 
+def _what(params: Mapping[str, Scalar]) -> object:
+    """What a point of the headline, long-context or dispatch panel runs (as :data:`FIDELITY_POINTS` names it)."""
+    panel = params.get("panel")
+    if panel == "headline":
+        return params.get("name")
+    if panel == "long_context":
+        return (params.get("partition"), params.get("keys"))
+    return (params.get("variant"), params.get("kv_tiles"))
+
+
+def _describe(params: Mapping[str, Scalar]) -> str:
+    """A point's short name: ``decode_c4_p8``, ``cube_repl_pe_tp 16384 keys`` or ``opt2 32 KV tiles``."""
+    panel = params.get("panel")
+    if panel == "headline":
+        return str(params["name"])
+    if panel == "long_context":
+        return f"{params['partition']} {params['keys']} keys"
+    if panel == "dispatch":
+        return f"{params['variant']} {params['kv_tiles']} KV tiles"
+    return f"{params.get('workload')} {params.get('kernels')}"
+
+
+#: The GQA study's fidelity panel: the attention call's latency compared.
+FIDELITY_PANEL = FidelityPanel(latency=lambda params: "latency_ns", describe=_describe)
+
+
 def grid() -> tuple[Point, ...]:
-    """Headline panels, the long-context partitionings (partition-major), the dispatch panel, then the reference
-    panel (:func:`reference_points`)."""
+    """Headline panels, the long-context partitionings (partition-major), the dispatch panel, the reference panel
+    (:func:`reference_points`), then the fidelity panel (:data:`FIDELITY_POINTS` in grid order, in flow
+    fidelity)."""
     points = [Point({"panel": "headline"}, {"panel": "headline", "topology": TOPOLOGY, "name": p.name})
               for p in PANELS]
     points += [Point({"panel": "long_context"}, {"panel": "long_context", "topology": TOPOLOGY, "partition": part,
@@ -102,6 +154,8 @@ def grid() -> tuple[Point, ...]:
     points += [Point({"panel": "dispatch"}, {"panel": "dispatch", "topology": TOPOLOGY, "variant": v, "kv_tiles": t})
                for v in DISPATCH_VARIANTS for t in DISPATCH_TILES]
     points += reference_points()
+    points += FIDELITY_PANEL.twins(p for p in list(points) if p.labels["panel"] == p.params["panel"]
+                                   and (p.params["panel"], _what(p.params)) in FIDELITY_POINTS)
     return tuple(points)
 
 
@@ -141,7 +195,7 @@ def _call(torch, params: Mapping[str, Scalar]):
 def run_point(params: Mapping[str, Scalar], ctx: PointContext) -> dict[str, Scalar]:
     """Run one attention call in a fresh runtime (timing mode) and return its record (see :data:`FIELDS`)."""
     graph = study_graph(ctx.topology_dir, str(params["topology"]), overrides(params))
-    torch = RuntimeContext(graph, data=False)
+    torch = RuntimeContext(graph, data=False, fidelity=ctx.fidelity)
     r = _call(torch, params)
     dispatch = [x for x in torch.oplog.records if x.op_name == "dispatch"]
     kv = r.kv_bytes_per_cube
@@ -157,12 +211,15 @@ def run_point(params: Mapping[str, Scalar], ctx: PointContext) -> dict[str, Scal
 
 
 def _cost(params: Mapping[str, Scalar]) -> float:
-    """Rough run time, s: deploying a replicated 128K cache dominates."""
+    """Rough run time, s: deploying a replicated 128K cache dominates (in packet fidelity: a fidelity-panel point
+    in flow fidelity deploys it in seconds)."""
     if params.get("workload") == gqa_reference.SWEEP:
         return 3.0
     if params["panel"] != "long_context":
         return 0.3
     scale = int(params["keys"]) / 131072
+    if params.get("fidelity") == "flow":
+        return {"cube_repl_pe_sp": 12.0}.get(str(params["partition"]), 2.0) * scale + 0.5
     return {"cube_repl_pe_tp": 70.0, "cube_repl_pe_sp": 45.0}.get(str(params["partition"]), 8.0) * scale + 0.5
 
 
@@ -183,4 +240,5 @@ STUDY = Study(
     figures=("kernbench.studies.figures.gqa:FIGURES",),
     report=ReportSection("kernbench.studies.report.gqa_tex:generate", "sections/05-gqa",
                          "kernbench.studies.report.gqa_tex:tables"),
+    fidelity=FIDELITY_PANEL,
 )

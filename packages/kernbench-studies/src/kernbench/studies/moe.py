@@ -17,6 +17,9 @@ Panels:
 * ``decoder``: a decoder block (attention, then a dense FFN or the MoE layer) on the 2-SIP default under three
   placements, tensor, expert and sequence parallel (:mod:`kernbench.studies.decoder`).
 
+A ``fidelity`` panel reruns a few points of the collectives, expert-parallel, capacity and decoder panels
+(:data:`FIDELITY_POINTS`) in flow fidelity, each beside its packet point (:mod:`kernbench.studies.fidelity`).
+
 Every MoE point records the layer's steps (the largest over the ranks of each), the share of the steps that
 move tokens (permute, counts, dispatch, combine exchange, combine) in the layer's time, the per-expert token
 histogram over all ranks (``histogram``, JSON text), its max and mean load and the dropped token-slots.
@@ -36,7 +39,16 @@ from kernbench.benches.moe import STEPS, Preset, layer_weights, rank_tokens
 from kernbench.layers.moe import MoeConfig, MoeLayer
 from kernbench.runtime import RuntimeContext
 from kernbench.studies import allreduce_links, decoder
-from kernbench.studies.base import Field, Point, PointContext, ReportSection, Scalar, Study, StudyError
+from kernbench.studies.base import (
+    FidelityPanel,
+    Field,
+    Point,
+    PointContext,
+    ReportSection,
+    Scalar,
+    Study,
+    StudyError,
+)
 from kernbench.studies.graphs import study_graph
 from kernbench.topology.sip_topologies import SHIPPED, TORUS_2D
 
@@ -65,11 +77,24 @@ CAPACITIES: tuple[float | None, ...] = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, None)
 #: The PEs of each SIP holding experts (one cube, all eight PEs).
 PES, CUBES = 8, 1
 MOVE_STEPS = ("permute", "counts", "dispatch", "combine_exchange", "combine")
+#: The fidelity panel: (panel, what) of the points rerun in flow fidelity. Collectives: (collective, algorithm,
+#: bytes per rank) on the torus; expert parallel: (SIPs used, distribution, skew); capacity: the factor;
+#: decoder: (placement, FFN kind). The 16-SIP layer is left out: its flow run costs several seconds more than the
+#: rest of the panel's layers together.
+FIDELITY_POINTS: tuple[tuple[str, tuple], ...] = (
+    ("collectives", ("all_to_all", "grid_all_to_all_pairwise", 4096)),
+    ("collectives", ("all_to_all", "grid_all_to_all_pairwise", 131072)),
+    ("collectives", ("all_to_all", "grid_all_to_all_hierarchical", 131072)),
+    ("collectives", ("all_gather", "", 131072)),
+    ("expert_parallel", (2, "balanced", None)), ("expert_parallel", (6, "balanced", None)),
+    ("capacity", (1.0,)),
+    ("decoder", ("tensor", "dense")), ("decoder", ("expert", "moe")))
 
 FIELDS: tuple[Field, ...] = (
     Field("panel", "", "collectives (all-to-all and all-gather x payload x SIP topology), expert_parallel (the "
                        "MoE layer x expert-parallel degree x routing), capacity (the layer on the torus x capacity "
-                       "factor) or dispatch_links (per-link traffic of the dispatch on the torus)"),
+                       "factor), dispatch_links (per-link traffic of the dispatch on the torus), decoder (a decoder "
+                       "block's placement) or fidelity (some of their points in flow fidelity)"),
     Field("topology", "", "topology file, relative to the topologies folder"),
     Field("collective", "", "collectives panel: all_to_all or all_gather"),
     Field("algorithm", "", "collectives panel: the all_to_all algorithm of ccl.yaml (empty for all_gather)"),
@@ -119,9 +144,50 @@ def _moe(panel: str, topology: str, sips: int, distribution: str, skew: float | 
     return Point({"panel": panel}, params)
 
 
+def _what(panel: str, params: Mapping[str, Scalar]) -> tuple:
+    """What a point runs, as :data:`FIDELITY_POINTS` names it."""
+    if panel == "collectives":
+        return (params["collective"], params["algorithm"], params["bytes_per_rank"]) if params["topology"] == TORUS \
+            else ()
+    if panel == "expert_parallel":
+        return (params["sips_used"], params["distribution"], params["skew"])
+    if panel == "capacity":
+        return (params["capacity_factor"],)
+    if panel == "decoder":
+        return (params["placement"], params["ffn_kind"])
+    return ()
+
+
+def _describe(params: Mapping[str, Scalar]) -> str:
+    """A point's short name: ``pairwise torus_2d 128 KiB`` (an all-to-all by its algorithm), ``6 SIPs zipf 2``,
+    ``tensor dense``."""
+    topo = str(params["topology"]).removeprefix("6sip_2x3_").removesuffix(".yaml")
+    if "collective" in params:
+        what = str(params["algorithm"]).removeprefix("grid_all_to_all_") or str(params["collective"])
+        b = int(params["bytes_per_rank"])
+        return f"{what} {topo} " + (f"{b // 1024} KiB" if b % 1024 == 0 else f"{b} B")
+    if "placement" in params:
+        return f"{params['placement']} {params['ffn_kind']}"
+    routing = str(params["distribution"]) + (f" {params['skew']:g}" if params.get("skew") is not None else "")
+    cap = params.get("capacity_factor")
+    return f"{params['sips_used']} SIPs {routing}" + (f" capacity {cap:g}" if cap is not None else "")
+
+
+def _latency(params: Mapping[str, Scalar]) -> str:
+    """The value field of a point's end-to-end time: a collective's latency, a decoder block's or a layer's."""
+    if "collective" in params:
+        return "latency_ns"
+    return "block_ns" if "placement" in params else "moe_ns"
+
+
+#: The MoE study's fidelity panel: the collective's, the layer's or the decoder block's time compared.
+FIDELITY_PANEL = FidelityPanel(latency=_latency, describe=_describe)
+
+
 def grid() -> tuple[Point, ...]:
     """Collectives (series-major, then topology, then payload), expert parallel (degree-major), capacity, the
-    dispatch links, then the decoder block (placement-major)."""
+    dispatch links, the decoder block (placement-major), then the fidelity panel (:data:`FIDELITY_POINTS` in grid
+    order, in flow fidelity)."""
     points = [Point({"panel": "collectives"}, {"topology": t, "collective": c, "algorithm": a, "bytes_per_rank": b})
               for c, a in COLLECTIVES for t in TOPOLOGIES for b in PAYLOADS]
     points += [_moe("expert_parallel", t, n, d, s, None) for t, n in DEGREES for d, s in ROUTINGS]
@@ -130,12 +196,14 @@ def grid() -> tuple[Point, ...]:
                for d, s in (("balanced", None), ("zipf", CAPACITY_SKEW))]
     points += [Point({"panel": "decoder"}, {"topology": DEFAULT, "placement": p, "ffn_kind": f})
                for p in decoder.PLACEMENTS for f in decoder.FFN_KINDS]
+    points += FIDELITY_PANEL.twins(p for p in list(points)
+                                   if (p.labels["panel"], _what(str(p.labels["panel"]), p.params)) in FIDELITY_POINTS)
     return tuple(points)
 
 
 def _collective(params: Mapping[str, Scalar], ctx: PointContext) -> dict[str, Scalar]:
     graph = study_graph(ctx.topology_dir, str(params["topology"]), {})
-    torch = RuntimeContext(graph, data=False)
+    torch = RuntimeContext(graph, data=False, fidelity=ctx.fidelity)
     nbytes = int(params["bytes_per_rank"])
     if params["collective"] == "all_to_all":
         latency, _, _ = all_to_all_sips(torch, nbytes, "even", "tcm", str(params["algorithm"]))
@@ -196,7 +264,7 @@ def _layer(params: Mapping[str, Scalar], ctx: PointContext) -> dict[str, Scalar]
     config = MoeConfig(k=LAYER.topk, distribution=str(params["distribution"]),
                        capacity_factor=float(capacity) if capacity is not None else None,
                        skew=float(skew) if skew is not None else 1.2, cubes=CUBES, pes=PES)
-    torch = RuntimeContext(graph, data=False)
+    torch = RuntimeContext(graph, data=False, fidelity=ctx.fidelity)
     window = _DispatchWindow(torch, sips) if params.get("link_stats") else None
     layer = MoeLayer(layer_weights(LAYER), config, on_step=window)
     results = {}
@@ -227,7 +295,7 @@ def _layer(params: Mapping[str, Scalar], ctx: PointContext) -> dict[str, Scalar]
 
 def _decoder(params: Mapping[str, Scalar], ctx: PointContext) -> dict[str, Scalar]:
     graph = study_graph(ctx.topology_dir, str(params["topology"]), {})
-    torch = RuntimeContext(graph, data=False)
+    torch = RuntimeContext(graph, data=False, fidelity=ctx.fidelity)
     times = decoder.run_block(torch, str(params["placement"]), str(params["ffn_kind"]))
     spec = graph.spec
     return {"sip_topology": spec.system.sips.topology, "sips": spec.system.sips.count,
@@ -273,4 +341,5 @@ STUDY = Study(
     figures=("kernbench.studies.figures.moe:FIGURES",),
     report=ReportSection("kernbench.studies.report.moe_tex:generate", "generated/moe",
                          "kernbench.studies.report.moe_tex:tables"),
+    fidelity=FIDELITY_PANEL,
 )

@@ -5,11 +5,13 @@
 
     {"schema": "kernbench.study-results", "schema_version": 1,
      "study": "gemm", "title": ..., "description": ..., "command": "kernbench study gemm",
+     "fidelity": "packet",
      "fields": {"composite_ns": {"unit": "ns", "description": ...}, ...},
      "provenance": {"packages": {"kernbench-studies": "0.1.0", ...},
                     "topology_files": {"topology.yaml": "<sha256>", ...},
                     "source_sha256": "<digest of the kernbench source the points import>",
                     "git_commit": "<sha>" | null,
+                    "fidelity": "packet",
                     "run": {"argv": [...], "executor": "process", "jobs": 2, "wall_s": 12.3,
                             "points_run": 168, "points_cached": 0, "point_wall_s": [...]}},
      "points": [{"labels": {...}, "params": {...}, "values": {...}}, ...]}
@@ -22,6 +24,13 @@ how this particular run went (its command line, executor and wall times).
 the fields a study marks ``"csv": false`` in ``fields`` (long JSON documents
 held as text, such as the all-reduce study's per-link rows): those live in
 ``results.json`` only, so the CSV stays one readable line per point.
+
+**Fidelity.** ``fidelity`` (top level, and the same in ``provenance``) is the network fidelity the run
+simulated in, ``packet`` or ``flow`` (``kernbench study --fidelity``; a file without it is packet). The points
+of a study's fidelity panel carry their own (param ``fidelity``). ``results.csv`` has a ``fidelity`` column
+giving every point's, and :func:`rows` adds it to every row. :func:`select` and :func:`one` match only the
+points simulated in the run's fidelity unless asked for a ``fidelity``, so that a figure or a table of a panel
+never mixes in the fidelity panel's copies of its points (:mod:`kernbench.studies.fidelity` pairs those).
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ import math
 from collections.abc import Iterable
 from pathlib import Path
 
-from kernbench.studies.base import Point, SchemaError, Study
+from kernbench.studies.base import FIDELITIES, FIDELITY, FIDELITY_FIELDS, Point, SchemaError, Study
 
 SCHEMA = "kernbench.study-results"
 SCHEMA_VERSION = 1
@@ -41,13 +50,21 @@ RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"
 
 
-def document(study: Study, points: list[dict], provenance: dict) -> dict:
-    """The results document of ``study``: ``points`` in grid order, each ``{"labels", "params", "values"}``."""
+def document(study: Study, points: list[dict], provenance: dict, fidelity: str = "packet") -> dict:
+    """The results document of ``study`` run in ``fidelity``: ``points`` in grid order, each ``{"labels",
+    "params", "values"}``. The fidelity fields (:data:`~kernbench.studies.base.FIDELITY_FIELDS`) are declared
+    beside the study's own."""
+    declared = {f.name for f in study.fields}
     fields = {f.name: {"unit": f.unit, "description": f.description, **({} if f.csv else {"csv": False})}
-              for f in study.fields}
+              for f in (*study.fields, *(f for f in FIDELITY_FIELDS if f.name not in declared))}
     return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "study": study.name, "title": study.title,
-            "description": study.description, "command": study.command, "fields": fields,
-            "provenance": provenance, "points": points}
+            "description": study.description, "command": study.command_for(fidelity), "fidelity": fidelity,
+            "fields": fields, "provenance": provenance, "points": points}
+
+
+def fidelity_of(doc: dict) -> str:
+    """The network fidelity a results document was simulated in (``packet`` when it does not say)."""
+    return doc.get(FIDELITY, "packet")
 
 
 def dumps(doc: dict) -> str:
@@ -70,20 +87,25 @@ def dumps(doc: dict) -> str:
 
 
 def columns(doc: dict) -> list[str]:
-    """CSV columns: every label, param and value name in first-seen order, less the fields marked
-    ``"csv": false``."""
+    """CSV columns: every label, param and value name in first-seen order (``fidelity`` after the first point's
+    params), less the fields marked ``"csv": false``."""
     seen: dict[str, None] = {}
     for p in doc["points"]:
         for part in ("labels", "params", "values"):
             for k in p[part]:
                 seen.setdefault(k, None)
+            if part == "params":
+                seen.setdefault(FIDELITY, None)
     hidden = {k for k, f in doc.get("fields", {}).items() if f.get("csv", True) is False}
     return [k for k in seen if k not in hidden]
 
 
 def rows(doc: dict) -> list[dict]:
-    """One flat dict per point (labels, then params, then values; a later part wins a repeated name)."""
-    return [{**p["labels"], **p["params"], **p["values"]} for p in doc["points"]]
+    """One flat dict per point (labels, then params, then values; a later part wins a repeated name), each with
+    the ``fidelity`` the point ran in."""
+    run = fidelity_of(doc)
+    return [{**p["labels"], **p["params"], **p["values"], FIDELITY: p["params"].get(FIDELITY, run)}
+            for p in doc["points"]]
 
 
 def csv_text(doc: dict) -> str:
@@ -188,6 +210,10 @@ def validate(doc: object, path: Path | str = "<results>") -> dict:
         _require(isinstance(doc.get(key), kind), path, f"field {key!r} is missing or not a {kind.__name__}")
     for k, f in doc["fields"].items():
         _require(isinstance(f, dict) and isinstance(f.get("unit"), str), path, f"field {k!r} has no unit")
+    fidelity = fidelity_of(doc)
+    _require(fidelity in FIDELITIES, path, f"has fidelity {fidelity!r}, expected one of {', '.join(FIDELITIES)}")
+    recorded = doc["provenance"].get(FIDELITY, fidelity)
+    _require(recorded == fidelity, path, f"says fidelity {fidelity!r} but its provenance says {recorded!r}")
     units = {k: f["unit"] for k, f in doc["fields"].items()}
     study = _registered(doc["study"])
     if study is not None:
@@ -205,6 +231,9 @@ def validate(doc: object, path: Path | str = "<results>") -> dict:
             problem = check_record(p[part], units, what, nullable=part != "values")
             _require(problem is None, path, str(problem))
         _require(bool(p["values"]), path, f"point {i} has no values")
+        _require(p["params"].get(FIDELITY, fidelity) in FIDELITIES, path,
+                 f"point {i} param {FIDELITY!r} is {p['params'].get(FIDELITY)!r}, expected one of "
+                 f"{', '.join(FIDELITIES)}")
         pid = _point_id(p)
         _require(pid not in seen, path, f"point {i} repeats point {seen.get(pid)} (the same labels and params)")
         seen[pid] = i
@@ -227,8 +256,9 @@ def selected(point: Point, where: tuple[tuple[str, tuple[str, ...]], ...]) -> bo
 
 
 def _check_grid(doc: dict, study: Study, seen: dict[str, int], path: Path) -> None:
-    """The points of ``doc`` are exactly ``study``'s grid, or the part of it its recorded ``--where`` selects; the
-    study's optional points (:attr:`Study.optional`) may be present or absent."""
+    """The points of ``doc`` are exactly ``study``'s grid in the document's fidelity (:meth:`Study.points`), or the
+    part of it its recorded ``--where`` selects; the study's optional points (:attr:`Study.optional`) may be
+    present or absent."""
 
     run = doc["provenance"].get("run")
     where = run.get("where") if isinstance(run, dict) else None
@@ -236,7 +266,7 @@ def _check_grid(doc: dict, study: Study, seen: dict[str, int], path: Path) -> No
         isinstance(v, list) and all(isinstance(x, str) for x in v) for v in where.values())), path,
         "provenance.run.where is not a mapping of field to a list of values")
     selection = tuple((k, tuple(v)) for k, v in (where or {}).items())
-    points = [g for g in study.grid() if selected(g, selection)]
+    points = [g for g in study.points(fidelity_of(doc)) if selected(g, selection)]
     grid = [_point_id({"labels": dict(g.labels), "params": dict(g.params)}) for g in points
             if not study.optional(g.params)]
     known = {_point_id({"labels": dict(g.labels), "params": dict(g.params)}) for g in points}
@@ -271,7 +301,10 @@ def load(path: Path | str) -> dict:
 
 
 def select(doc: dict, **match: object) -> list[dict]:
-    """Flat rows of the points whose labels/params/values equal every ``match`` item, in grid order."""
+    """Flat rows of the points whose labels/params/values equal every ``match`` item, in grid order. Unless
+    ``match`` names a ``fidelity``, only the points simulated in the document's own fidelity match (the fidelity
+    panel's copies, run in the other one, are left out)."""
+    match.setdefault(FIDELITY, fidelity_of(doc))
     return [r for r in rows(doc) if all(r.get(k) == v for k, v in match.items())]
 
 

@@ -19,7 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernbench.studies import results as res
-from kernbench.studies.base import Point, PointContext, Study, StudyError
+from kernbench.studies.base import (
+    Point,
+    PointContext,
+    Study,
+    StudyError,
+    check_fidelity,
+    point_fidelity,
+    simulation_params,
+)
 from kernbench.studies.cache import KeyParts, ResultCache, key_parts, source_digest
 from kernbench.studies.executors import EXECUTORS, check_scheduler, connect, run_tasks
 from kernbench.studies.graphs import study_graph
@@ -30,13 +38,18 @@ from kernbench.topology.errors import KernbenchError
 from kernbench.topology.versions import installed
 
 DEFAULT_OUT = Path("out") / "studies"
+#: Where a flow-fidelity run's results go by default (one folder per study), so that they never replace the
+#: packet results the report and the docs read from :data:`DEFAULT_OUT`.
+DEFAULT_OUT_FLOW = Path("out") / "studies-flow"
 
 @dataclass(frozen=True)
 class RunOptions:
     """How to run studies. ``jobs`` None means the CPU count; ``out`` None means ``out/studies/NAME`` per study
     (a given ``out`` is used as is for one study and holds one folder per study for several); ``progress`` None
     means "when stderr is a terminal". ``where`` keeps only the points whose label or param ``key`` is one of the
-    given values (compared as text); the results then hold only those points."""
+    given values (compared as text); the results then hold only those points. ``fidelity`` is the network
+    fidelity every point runs in (``packet`` or ``flow``, ADR 0039), but the fidelity panel's points, which name
+    their own; a flow run leaves those out (:meth:`Study.points`)."""
 
     jobs: int | None = None
     executor: str = "process"
@@ -48,9 +61,11 @@ class RunOptions:
     progress: bool | None = None
     cache_root: Path | None = None
     where: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    fidelity: str = "packet"
 
     def checked(self) -> RunOptions:
         """These options after validation (:class:`StudyError` naming the bad option)."""
+        check_fidelity(self.fidelity)
         if self.jobs is not None and (isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1):
             raise StudyError(f"--jobs must be a positive integer, got {self.jobs!r}")
         if self.executor not in EXECUTORS:
@@ -106,7 +121,7 @@ class StudyRun:
 def out_dir(study: Study, options: RunOptions, several: bool) -> Path:
     """Where a study's results go."""
     if options.out is None:
-        return DEFAULT_OUT / study.name
+        return (DEFAULT_OUT if options.fidelity == "packet" else DEFAULT_OUT_FLOW) / study.name
     return Path(options.out) / study.name if several else Path(options.out)
 
 
@@ -139,11 +154,11 @@ def plan(studies: list[Study], options: RunOptions) -> list[StudyPlan]:
     plans = []
     for study in studies:
         planned = []
-        points = [(i, p) for i, p in enumerate(study.grid()) if selected(p, options.where)]
+        points = [(i, p) for i, p in enumerate(study.points(options.fidelity)) if selected(p, options.where)]
         if not points:
             raise StudyError(f"--where {options.where} selects no point of study {study.name!r}")
         for i, point in points:
-            parts = key_parts(study, point.params, options.topology_dir)
+            parts = key_parts(study, point.params, options.topology_dir, options.fidelity)
             key = parts.key()
             if options.force:  # every point reruns: an entry, however damaged, is not even read
                 planned.append(PlannedPoint(i, point, parts, key, False, "--force"))
@@ -159,12 +174,15 @@ def plan(studies: list[Study], options: RunOptions) -> list[StudyPlan]:
     return plans
 
 
-def execute_point(study_name: str, params: dict, topology_dir: str) -> tuple[dict, float]:
-    """Run one point in this process (the task every executor runs); returns its values and wall time (s)."""
+def execute_point(study_name: str, params: dict, topology_dir: str, fidelity: str = "packet") -> tuple[dict, float]:
+    """Run one point in this process (the task every executor runs) in the fidelity of a run of ``fidelity``
+    (its own ``fidelity`` param wins); returns its values and wall time (s). The point function gets the params
+    without ``fidelity`` and the fidelity in its context."""
     study = get_study(study_name)
+    ctx = PointContext(Path(topology_dir), point_fidelity(params, fidelity))
     t0 = time.perf_counter()
     try:
-        values = study.point(params, PointContext(Path(topology_dir)))
+        values = study.point(simulation_params(params), ctx)
     except KernbenchError as exc:
         raise StudyError(f"study {study_name}, point {params}: {exc}") from None
     return values, time.perf_counter() - t0
@@ -191,7 +209,7 @@ def _prewarm(points: list[tuple[StudyPlan, PlannedPoint]], options: RunOptions) 
         return
     seen = set()
     for plan_, pp in points:
-        params = pp.point.params
+        params = simulation_params(pp.point.params)
         files = plan_.study.files(params)
         if not files:
             continue
@@ -217,7 +235,7 @@ def run(plans: list[StudyPlan], options: RunOptions) -> list[StudyRun]:
     # costliest first (longest-processing-time order): parallel workers then run out of work at about the same time
     keys = sorted(pending, key=lambda k: -pending[k][0].study.cost(pending[k][1].point.params))
     tasks = [(execute_point, (pending[k][0].study.name, dict(pending[k][1].point.params),
-                              str(options.topology_dir))) for k in keys]
+                              str(options.topology_dir), options.fidelity)) for k in keys]
     if options.scheduler and not tasks:
         connect(options.scheduler).close()  # nothing to run, but the address must still name a working scheduler
     _prewarm([pending[k] for k in keys], options)
@@ -258,12 +276,13 @@ def run(plans: list[StudyPlan], options: RunOptions) -> list[StudyRun]:
             "topology_files": dict(sorted(files.items())),
             "source_sha256": source_digest(p.study.modules),
             "git_commit": _git_commit(Path(options.topology_dir)),
+            "fidelity": options.fidelity,
             "run": {"argv": list(options.argv) or [sys.argv[0], *sys.argv[1:]], "executor": options.executor,
                     "jobs": options.workers, "wall_s": round(elapsed, 3), "points_run": ran,
                     "points_cached": len(p.points) - ran, "point_wall_s": walls,
                     **({"where": {k: list(v) for k, v in options.where}} if options.where else {})},
         }
-        doc = res.document(p.study, points, provenance)
+        doc = res.document(p.study, points, provenance, options.fidelity)
         path, _ = res.write(p.out, doc)
         runs.append(StudyRun(p.study.name, path, len(p.points), ran, len(p.points) - ran, elapsed))
     return runs

@@ -4,7 +4,9 @@
 Dask), keeps each point in the user cache, writes ``results.json`` and
 ``results.csv`` under ``out/studies/NAME/`` and draws the study's figures
 from that file. ``--dry-run`` lists each point as ``cached`` or ``runs
-because …`` and runs nothing.
+because …`` and runs nothing. ``--fidelity flow`` runs every point in flow
+fidelity (ADR 0039) into ``out/studies-flow/NAME/``; a packet run prints,
+per study, what its fidelity panel measured (flow beside packet fidelity).
 
 Long stages say on stderr when they start and end (figures being drawn,
 latexmk running); the points' progress is a bar on a terminal and plain
@@ -51,6 +53,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> list[argparse.ArgumentParser
     s.add_argument("--where", action="append", metavar="KEY=V[,V...]",
                    help="run only the points whose label or param KEY is one of the values (repeatable); the "
                         "results then hold only those points and no figures are drawn")
+    s.add_argument("--fidelity", default="packet", metavar="packet|flow",
+                   help="network model of every point: 'packet' simulates every packet on every link (default); "
+                        "'flow' every transfer as one flow sharing its links max-min fairly (ADR 0039; results "
+                        "default to out/studies-flow/NAME). A packet run also runs each study's fidelity panel, "
+                        "some of its points in flow fidelity beside their packet results")
     r = sub.add_parser("report", help="build the codesign report (figures, generated LaTeX, PDF) from study results",
                        description="Draw the figures and write the generated LaTeX from out/studies/*/results.json, "
                                    "then run latexmk.")
@@ -89,7 +96,7 @@ def run_study_command(args: argparse.Namespace) -> int:
     options = RunOptions(jobs=args.jobs, executor=executor, scheduler=args.scheduler,
                          out=Path(args.out) if args.out else None, force=args.force,
                          topology_dir=topology_dir(args.topologies), argv=("kernbench", *sys.argv[1:]),
-                         where=parse_where(args.where))
+                         where=parse_where(args.where), fidelity=args.fidelity)
     options = options.checked()  # the runner probes --out before any point runs (runner.check_writable)
     studies = resolve(args.name)
     t0 = time.perf_counter()
@@ -102,7 +109,7 @@ def run_study_command(args: argparse.Namespace) -> int:
                 todo += not pp.cached
                 print(f"{p.study.name}[{pp.index}] {_describe(dict(pp.point.params))}: {status}")
         total = sum(len(p.points) for p in plans)
-        print(f"dry run: {total} points, {todo} would run, {total - todo} cached")
+        print(f"dry run{_mode(options.fidelity)}: {total} points, {todo} would run, {total - todo} cached")
         return 0
     runs = run(plans, options)
     figures = 0
@@ -110,10 +117,32 @@ def run_study_command(args: argparse.Namespace) -> int:
         figures = draw_figures(runs, options.topology_dir)
     wall = time.perf_counter() - t0
     for r in runs:
-        print(f"{r.study}: {r.points} points ({r.ran} run, {r.cached} cached) -> {r.results}")
+        print(f"{r.study}: {r.points} points ({r.ran} run, {r.cached} cached){_mode(options.fidelity)} -> "
+              f"{r.results}")
+        line = fidelity_line(r.results)
+        if line:
+            print(f"  {line}")
     print(f"{len(runs)} {'study' if len(runs) == 1 else 'studies'}: {sum(r.ran for r in runs)} points run, "
           f"{sum(r.cached for r in runs)} cached, {figures} figure files, {wall:.1f} s wall")
     return 0
+
+
+def _mode(fidelity: str) -> str:
+    return "" if fidelity == "packet" else f" [{fidelity} fidelity]"
+
+
+def fidelity_line(results: Path) -> str:
+    """One line on a study's fidelity panel (flow beside packet fidelity, :mod:`kernbench.studies.fidelity`), or
+    "" when its results have none (a flow run, a ``--where`` selection without the pairs)."""
+    from kernbench.studies.fidelity import rows, summary
+    from kernbench.studies.results import load
+
+    s = summary(rows(load(results)))
+    if s is None:
+        return ""
+    return (f"fidelity panel: {len(s.rows)} points in flow beside packet fidelity: |error| median "
+            f"{100 * s.median_error:.2f} %, max {100 * s.max_error:.2f} % ({s.worst.point}); speed-up (packet / "
+            f"flow wall time) median {s.median_speedup:.2f}x, {s.min_speedup:.2f}x to {s.max_speedup:.2f}x")
 
 
 def draw_figures(runs, topology_dir: Path, stream=None, clock=time.perf_counter) -> int:

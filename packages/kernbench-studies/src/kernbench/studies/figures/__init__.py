@@ -3,20 +3,22 @@
 :func:`render_study` draws a study's figures from its ``results.json``
 document (the all-reduce heatmaps also from the compiled topologies the
 results were recorded on); :func:`render_topology` draws the topology
-figures from the topology files. Neither ever runs a simulation. Which
-figures a study has is part of its registration (``Study.figures``,
+figures from the topology files; :func:`render_fidelity` draws the fidelity
+figure from the results of every study at once. None ever runs a simulation.
+Which figures a study has is part of its registration (``Study.figures``,
 :mod:`kernbench.studies.registry`); nothing here names a study.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 
 import matplotlib
 
 from kernbench.studies.cache import canonical, file_digest, source_digest
-from kernbench.studies.figures import topology
+from kernbench.studies.figures import fidelity, topology
 from kernbench.studies.figures.common import FORMATS, FigureSpec, save, styled
 from kernbench.studies.registry import get_study, is_registered, load_ref
 from kernbench.studies.results import strip_run, validate, write_if_changed
@@ -87,3 +89,14 @@ def render_topology(topology_dir: Path, out_dir: Path, formats: tuple[str, ...] 
     inputs = {f: file_digest(Path(topology_dir) / f) for f in files}
     return _render(topology.FIGURES, lambda spec: spec.draw(Path(topology_dir)), out_dir, formats,
                    _stamp(inputs, formats, _figure_modules(None)), "topology")
+
+
+def render_fidelity(docs: dict[str, dict], out_dir: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
+    """Draw the fidelity figure (:mod:`kernbench.studies.figures.fidelity`) from every study's results ``docs``
+    (study name -> validated results document) into ``out_dir``; returns the paths. It is redrawn only when the
+    fidelity panels' rows (latencies and wall times) or the figure code change."""
+    from kernbench.studies.fidelity import all_rows
+
+    inputs = [dataclasses.asdict(r) for r in all_rows(docs)]
+    return _render(fidelity.FIGURES, lambda spec: spec.draw(docs), out_dir, formats,
+                   _stamp(inputs, formats, (fidelity.__name__,)), "fidelity")

@@ -25,6 +25,8 @@ What a study contributes comes from its registration
 (:mod:`kernbench.studies.registry`): its ``report`` section (the function
 that adds its numbers, claims and tables, and the LaTeX section that
 ``generated/study-sections.tex`` inputs, in registry order) and its figures.
+After the studies' sections comes the flow-fidelity section, generated from
+every study's fidelity panel (:mod:`kernbench.studies.report.fidelity_tex`).
 Nothing here names a study, except the platform table's largest event
 counts of the ``gemm`` and ``allreduce`` studies when they are there.
 
@@ -49,9 +51,11 @@ from pathlib import Path
 
 from kernbench.studies import results as res
 from kernbench.studies.base import StudyError
-from kernbench.studies.figures import figures_of, render_study, render_topology
+from kernbench.studies.figures import figures_of, render_fidelity, render_study, render_topology
+from kernbench.studies.figures.fidelity import FIGURES as FIDELITY_FIGURES
 from kernbench.studies.graphs import study_graph
 from kernbench.studies.registry import get_study, load_ref, study_names
+from kernbench.studies.report import fidelity_tex
 from kernbench.studies.report.grounding import DATA_BEGIN, DATA_END, require_grounded
 from kernbench.studies.report.hardware import assumed_fields, hardware_table
 from kernbench.studies.report.numbers import Numbers, tex_escape
@@ -293,6 +297,7 @@ def _generate(studies_dir: Path, source: Path, out: Path, topology_dir: Path) ->
     for doc in docs.values():
         render_study(doc, tex / "figures", ("pdf",), topology_dir)
     render_topology(topology_dir, tex / "figures", ("pdf",))
+    render_fidelity(docs, tex / "figures", ("pdf",))
     nums = Numbers()
     files = {"hardware.tex": _platform(nums, topology_dir, docs)}
     claims: dict[str, str] = {}
@@ -305,9 +310,13 @@ def _generate(studies_dir: Path, source: Path, out: Path, topology_dir: Path) ->
         claims.update(c)
         files.update(f)
         sections.append(rf"\input{{{section.tex}}}")
+    c, f = fidelity_tex.generate(docs, nums)  # every study's fidelity panel, after the studies' own sections
+    claims.update(c)
+    files.update(f)
+    sections.append(rf"\input{{{fidelity_tex.FILE}}}")
     files["study-sections.tex"] = "\n".join(sections) + "\n"
     _provenance(nums, docs)
-    specs = [s for name in (None, *docs) for s in figures_of(name)]
+    specs = [*(s for name in (None, *docs) for s in figures_of(name)), *FIDELITY_FIGURES]
     files["figures.tex"] = _figure_macros(specs)
     files["claims.tex"] = _claims(claims)
     nums.count("kbReportNumbers", len(nums.items) + 1, f"out/report/{NUMBERS_CSV}: rows (every number of the "
