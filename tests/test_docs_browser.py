@@ -190,16 +190,29 @@ def viewer(tmp_path_factory):
     httpd.server_close()
 
 
+#: The viewer as its screenshots show it: cube 0 of SIP 0 (routers, PHYs and PEs with their names), the route the
+#: host-memory intent takes from the IO NoC to an HBM controller, and that controller's details.
+VIEWER_VIEW = ("view=cube&sip=0&cube=0&from=sip0.io0.io_noc&to=sip0.cube0.hbm_ctrl.pe5&intent=memory"
+               "&node=sip0.cube0.hbm_ctrl.pe5")
+
+
 @pytest.mark.parametrize("width", list(WIDTHS))
 def test_viewer_loads_and_is_kept_as_a_screenshot(driver, viewer, width):
-    """The viewer the site links to, at phone and desktop width: ready, no console error; its screenshot is kept
-    beside the site's (its own tests, tests/test_web_viewer_ux.py, check what a user can do at each width)."""
+    """The viewer the site links to, at phone and desktop width: ready, the route found, no console error, nothing
+    wider than the viewport; its screenshot is kept beside the site's (its own tests, tests/test_web_viewer_ux.py,
+    check what a user can do at each width)."""
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
         "width": WIDTHS[width], "height": HEIGHTS[width], "deviceScaleFactor": 1, "mobile": WIDTHS[width] < 600})
     driver.get("about:blank")
-    driver.get(viewer + "#view=cube&sip=0&cube=0")
+    driver.get(viewer + "#" + VIEWER_VIEW)
     assert wait_ready(driver) == "1", driver.execute_script("return window.KB && KB.errors")
     assert console_errors(driver) == []
+    state = driver.execute_script(
+        "return [document.documentElement.scrollWidth, document.documentElement.clientWidth,"
+        " document.getElementById('route-out').getAttribute('data-path'),"
+        " document.querySelectorAll('#labels text.short').length, KB.errors]")
+    assert state[0] <= state[1], f"the viewer scrolls sideways at {WIDTHS[width]} px ({state[0]} > {state[1]})"
+    assert state[2] not in (None, "null") and state[3] > 0 and state[4] == [], state
     shots = os.environ.get("KERNBENCH_DOCS_SCREENSHOTS")
     if shots:
         Path(shots).mkdir(parents=True, exist_ok=True)
@@ -271,3 +284,22 @@ def test_validation_page_is_on_the_landing_cards_and_in_the_navigation(site):
     assert "../validation.html" in _parse(site / "studies" / "index.html").refs
     sidebar = (site / "tour.html").read_text(encoding="utf-8").split('class="sidebar-tree"', 1)[1]
     assert 'href="validation.html"' in sidebar.split("</nav>", 1)[0], "the navigation lacks the validation page"
+
+
+def test_long_pages_have_contents_the_tour_its_diagrams_and_the_gallery_every_example(site):
+    """The quickstart, the tour and every API page carry the theme's in-page contents; the tour shows the four
+    machine diagrams; the gallery lists every script of examples/, and each shows its figure unless the build
+    skipped the gallery runs (KERNBENCH_DOCS_GALLERY=skip: then none does)."""
+    for name in ("readme.html", "tour.html", *sorted(p.relative_to(site).as_posix()
+                                                     for p in (site / "api").glob("*.html") if p.name != "index.html")):
+        text = (site / name).read_text(encoding="utf-8")
+        drawer = text.split('class="toc-drawer', 1)[1].split("</aside>", 1)[0]
+        assert drawer.count('href="#') >= 3, f"{name} has no in-page contents"
+    diagrams = {Path(ref).name for ref in _parse(site / "tour.html").refs if ref.endswith(".svg")}
+    assert {"system.svg", "sip.svg", "cube.svg", "pe.svg"} <= diagrams, diagrams
+    scripts = sorted(p.stem for p in (REPO / "examples").glob("plot_*.py"))
+    assert len(scripts) >= 5
+    listed = set(_parse(site / "gallery" / "index.html").refs)
+    assert {f"{s}.html" for s in scripts} <= listed, f"the gallery lacks {set(scripts) - listed}"
+    ran = {s: any(f"sphx_glr_{s}_" in ref for ref in _parse(site / "gallery" / f"{s}.html").refs) for s in scripts}
+    assert all(ran.values()) or not any(ran.values()), f"gallery figures missing: {ran}"

@@ -139,6 +139,24 @@ return out;
 """
 
 
+#: Column headings of the side panel split inside a word ("pack|ets"): each word must lie on one line.
+BROKEN_HEADINGS = """
+const out = [];
+for (const th of document.querySelectorAll('aside th')) {
+  const node = th.firstChild, text = th.textContent;
+  if (!node || node.nodeType !== 3) continue;
+  for (const m of text.matchAll(/\\S+/g)) {
+    const r = document.createRange();
+    r.setStart(node, m.index);
+    r.setEnd(node, m.index + m[0].length);
+    const lines = new Set([...r.getClientRects()].map(q => Math.round(q.top)));
+    if (lines.size > 1) out.push(m[0]);
+  }
+}
+return out;
+"""
+
+
 def test_side_panel_tables_wrap_instead_of_clipping_util_and_arrival_columns(page):
     src = nm.pe_block(0, 0, 0, "pe_dma")
     show(page, "cube")
@@ -147,6 +165,7 @@ def test_side_panel_tables_wrap_instead_of_clipping_util_and_arrival_columns(pag
     assert js(page, "return document.querySelectorAll('#details table').length") >= 3
     assert page.find_elements("css selector", "#route-table tr")
     assert js(page, OVERFLOW) == []
+    assert js(page, BROKEN_HEADINGS) == []
     # the last column (util in the link tables, head arrival in the route table) is inside the panel
     util = js(page, "const a = document.querySelector('aside').getBoundingClientRect();"
                     "return [...document.querySelectorAll('aside table tr > :last-child')]"
@@ -186,6 +205,18 @@ def test_the_route_is_written_into_the_address_bar_and_read_back(driver, server,
     assert console_errors(d) == []
 
 
+def test_a_shared_route_opens_at_the_top_of_the_page(driver, server):
+    """A page opened from an address holding a route shows the route drawn and its table, but starts at the top
+    (the header and the drawing), at phone width too, where the panel lies below the drawing."""
+    src, dst = nm.io_noc(0), nm.hbm_ctrl(0, 0, 5)
+    for width, height in ((390, 844), (1400, 600)):
+        d = open_page(driver, server.url + f"#view=cube&from={src}&to={dst}&intent=memory&node={dst}", width, height)
+        assert d.find_elements("css selector", "#route-table tr")
+        assert d.find_elements("css selector", "polyline.route-line")
+        assert js(d, "return [scrollY, document.querySelector('aside').scrollTop]") == [0, 0], width
+        assert console_errors(d) == []
+
+
 def test_error_banners_clear_on_the_next_action(driver, server):
     d = open_page(driver, server.url + "#view=rack")
     banner = d.find_element("id", "errors")
@@ -214,6 +245,7 @@ def test_usable_at_phone_width_without_sideways_scrolling(driver, server, level)
     find_route(d, nm.pe_block(0, 0, 0, "pe_dma"), nm.hbm_ctrl(1, 3, 5))
     assert js(d, "return [document.documentElement.scrollWidth, document.body.scrollWidth]") == [390, 390]
     assert js(d, OVERFLOW) == []
+    assert js(d, BROKEN_HEADINGS) == []
     canvas = d.find_element("id", "canvas").rect
     assert canvas["width"] > 300 and canvas["height"] > 300  # the drawing keeps a usable size
     assert js(d, "const r = document.getElementById('route-go').getBoundingClientRect(); return r.right <= 390")
@@ -278,6 +310,109 @@ def test_no_label_overflows_its_box(driver, server, sixteen_server, topology):
         show(d, level)
         bad, count = js(d, LABELS_INSIDE)
         assert count > 0 and bad == [], (level, bad[:5])
+    assert console_errors(d) == []
+
+
+def drawn_names(graph, sip=0, cube=0) -> dict[str, str]:
+    """The short name the cube view draws on each router and UCIe PHY of one cube: r{row}c{col}, {side}{k}."""
+    out = {nm.router(sip, cube, row, col): f"r{row}c{col}" for row in range(8) for col in range(8)}
+    out.update({nm.ucie_phy(sip, cube, side, k): f"{side}{k}" for side in nm.UCIE_SIDES for k in range(8)})
+    out = {node_id: name for node_id, name in out.items() if node_id in graph.nodes}
+    small = {n for n, node in graph.nodes.items() if node.type in ("router", "ucie_phy")
+             and (nm.locate(n).sip, nm.locate(n).cube) == (sip, cube)}
+    assert set(out) == small  # the cube's every router and PHY
+    return out
+
+
+#: Per short label: its box, text, visibility, on-screen font size, and its box and text in user units and on screen.
+SHORT_LABELS = """
+return [...document.querySelectorAll('#labels text.short')].map(t => {
+  const r = document.querySelector('rect.box[data-id="' + t.getAttribute('data-for') + '"]');
+  const a = t.getBBox(), s = t.getBoundingClientRect(), q = r.getBoundingClientRect();
+  return {id: t.getAttribute('data-for'), kind: r.getAttribute('data-kind'), text: t.textContent,
+          shown: getComputedStyle(t).visibility === 'visible', px: +t.getAttribute('data-px'),
+          font: +t.getAttribute('font-size') * t.getScreenCTM().a,
+          text_box: [a.x, a.y, a.width, a.height],
+          box: [+r.getAttribute('x'), +r.getAttribute('y'), +r.getAttribute('width'), +r.getAttribute('height')],
+          text_screen: [s.left, s.top, s.right, s.bottom], box_screen: [q.left, q.top, q.right, q.bottom]};
+});
+"""
+MIN_LABEL_PX = 6  # app.js: a short label is shown while its text is at least this tall on screen
+
+
+def inside(inner, outer, slack=0.0) -> bool:
+    """Whether the [x, y, w, h] box ``inner`` lies inside ``outer``."""
+    x, y, w, h = inner
+    X, Y, W, H = outer
+    e = slack + 1e-6 * max(W, H)
+    return x >= X - e and y >= Y - e and x + w <= X + W + e and y + h <= Y + H + e
+
+
+def xywh(edges):
+    """[left, top, right, bottom] as [x, y, w, h]."""
+    return [edges[0], edges[1], edges[2] - edges[0], edges[3] - edges[1]]
+
+
+@pytest.mark.parametrize("width", [390, 1400])
+def test_routers_and_phys_have_drawn_names_that_fit_their_boxes(driver, server, graph, width):
+    d = open_page(driver, server.url + "#view=cube&sip=0&cube=0", width, 844 if width < 800 else 900)
+    labels = js(d, SHORT_LABELS)
+    want = drawn_names(graph)
+    assert {lab["id"]: lab["text"] for lab in labels} == want  # every router and PHY of the cube, named
+    assert {lab["kind"] for lab in labels} == {"router", "ucie_phy"}
+    for lab in labels:
+        assert inside(lab["text_box"], lab["box"]), lab  # in the drawing's units
+        assert inside(xywh(lab["text_screen"]), xywh(lab["box_screen"]), slack=0.5), lab  # on screen, in px
+        # readable at both widths: shown, and at least MIN_LABEL_PX tall on screen
+        assert lab["shown"] and lab["px"] >= MIN_LABEL_PX and lab["font"] == pytest.approx(lab["px"], abs=0.01), lab
+    # zoomed out far enough the names would be specks: they are hidden, never drawn smaller than the threshold
+    for _ in range(6):
+        d.find_element("id", "zoom-out").click()
+        labels = js(d, SHORT_LABELS)
+        for lab in labels:
+            assert lab["shown"] == (lab["font"] >= MIN_LABEL_PX), lab
+        if not any(lab["shown"] for lab in labels):
+            break
+    assert not any(lab["shown"] for lab in labels), "zooming out never hid the routers' and PHYs' names"
+    d.find_element("id", "zoom-fit").click()  # back to the whole cube: shown again
+    assert all(lab["shown"] for lab in js(d, SHORT_LABELS))
+    for _ in range(3):
+        d.find_element("id", "zoom-in").click()  # zoomed in they grow with their boxes, still inside them
+    for lab in js(d, SHORT_LABELS):
+        assert lab["shown"] and inside(lab["text_box"], lab["box"]), lab
+    assert console_errors(d) == []
+
+
+#: Labels that overlap a box other than their own which is drawn above their own box (a later rect.box).
+LABELS_CLEAR = """
+const rects = [...document.querySelectorAll('#boxes rect.box')], out = [];
+const at = new Map(rects.map((r, k) => [r.getAttribute('data-id'), k]));
+for (const t of document.querySelectorAll('#labels text')) {
+  if (getComputedStyle(t).visibility !== 'visible') continue;
+  const a = t.getBBox(), own = at.get(t.getAttribute('data-for'));
+  for (const r of rects.slice(own + 1)) {
+    const x = +r.getAttribute('x'), y = +r.getAttribute('y'), w = +r.getAttribute('width'),
+          h = +r.getAttribute('height'), e = 1e-3 * Math.max(w, h);
+    if (a.x < x + w - e && a.x + a.width > x + e && a.y < y + h - e && a.y + a.height > y + e)
+      out.push([t.textContent, r.getAttribute('data-id')]);
+  }
+}
+return out;
+"""
+
+
+@pytest.mark.parametrize("width", [390, 1400])
+@pytest.mark.parametrize("topology", ["default", SIXTEEN])
+def test_no_label_runs_into_another_box(driver, server, sixteen_server, topology, width):
+    """No label is drawn across a smaller box lying on its own box (the routers overlapping the edge of m_cpu and
+    sram, the routers inside a PE), and every label stays inside its box, at phone and desktop width."""
+    d = open_page(driver, (server if topology == "default" else sixteen_server).url, width,
+                  844 if width < 800 else 900)
+    for level in ("system", "sip", "cube", "pe"):
+        show(d, level)
+        assert js(d, LABELS_CLEAR) == [], level
+        bad, count = js(d, LABELS_INSIDE)
+        assert count > 0 and bad == [], (level, width, bad[:5])
     assert console_errors(d) == []
 
 

@@ -9,7 +9,8 @@
   const LEVELS = ["system", "sip", "cube", "pe"];
   const $ = (id) => document.getElementById(id);
   const S = { model: null, data: null, links: null, run: null, level: "system", sip: 0, cube: 0, pe: 0,
-    view: null, zoom: null, route: null, served: false, vmax: 1, nohost: false, selected: null, sipStats: null };
+    view: null, zoom: null, route: null, served: false, vmax: 1, nohost: false, selected: null, sipStats: null,
+    labelK: null };
   const KB = (window.KB = { state: S, errors: [] });
 
   /* ------------------------------------------------------------------ small DOM helpers */
@@ -248,6 +249,39 @@
     }
   }
 
+  /* The drawn name of a small box whose view label is empty (the projection follows kernbench.topology.views, which
+   * leaves routers and PHYs unnamed): r1c2 for the NoC router at row 1, column 2, n0 for the first UCIe PHY on the
+   * north side. The full id is the box's hover name. */
+  function shortName(n) {
+    const last = n.unit.slice(n.unit.lastIndexOf(".") + 1);
+    if (n.type === "router") return last;
+    if (n.type === "ucie_phy") {
+      const m = /ucie_([nsew])\.c(\d+)$/.exec(n.unit);
+      return m ? m[1] + m[2] : last;
+    }
+    return "";
+  }
+
+  /* Whether a fill colour (#rrggbb) is dark enough to need light text on it (relative luminance below one half). */
+  function dark(hex) {
+    const c = [1, 3, 5].map((k) => parseInt(hex.slice(k, k + 2), 16) / 255);
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2] < 0.5;
+  }
+
+  /* Short names are fitted to their small boxes, so at a small drawing they would be specks: each is shown only
+   * while its text is at least MIN_LABEL_PX tall on screen, and zooming in brings it back. */
+  const MIN_LABEL_PX = 6;
+  function showShortLabels() {
+    const world = $("world"), ctm = world && world.getScreenCTM();
+    if (!ctm) return;
+    const scale = Math.hypot(ctm.a, ctm.b);
+    for (const t of world.querySelectorAll("text.short")) {
+      const px = Number(t.getAttribute("font-size")) * scale;
+      t.setAttribute("data-px", px.toFixed(2));
+      t.setAttribute("visibility", px >= MIN_LABEL_PX ? "visible" : "hidden");
+    }
+  }
+
   /* Shrink every label until it fits inside its box (measured once, after all labels are drawn). */
   function fitLabels(labels) {
     const sizes = labels.map(([t]) => t.getBBox());
@@ -330,9 +364,23 @@
         gLabels.appendChild(t);
         labels.push([t, b]);
       }
+      const short = !b.label && b.node !== null ? shortName(m.nodes[b.node]) : "";
+      if (short) {
+        // no larger than the view's other labels; fitLabels shrinks it into the box, showShortLabels hides specks;
+        // a halo of the box's colour keeps the name readable where links cross the box
+        const t = sv("text", { x: b.x, y: b.y, "font-size": Math.min(font, b.w * 0.42, b.h * 0.42),
+          "text-anchor": "middle", "dominant-baseline": "middle", class: "label short" + (dark(fill) ? " on-dark" : ""),
+          "data-for": b.id, stroke: fill });
+        t.textContent = short;
+        gLabels.appendChild(t);
+        labels.push([t, b]);
+      }
       if (b.label) {
+        // a box holding others (a SIP, a cube, a PE) names itself at the top, clear of its contents; a single
+        // node's box in the middle, clear of the smaller boxes (routers) that may overlap its edge
+        const top = big && b.node === null;
         const size = big ? font : Math.min(font, b.h * 0.6);
-        const t = sv("text", { x: b.x, y: big ? b.y - b.h / 2 + Math.min(font * 1.2, b.h * 0.3) : b.y, "font-size": size,
+        const t = sv("text", { x: b.x, y: top ? b.y - b.h / 2 + Math.min(font * 1.2, b.h * 0.3) : b.y, "font-size": size,
           "text-anchor": "middle", "dominant-baseline": "middle", class: "label", "data-for": b.id });
         t.textContent = b.label;
         gLabels.appendChild(t);
@@ -424,8 +472,9 @@
   function applyZoom() {
     const z = S.zoom;
     $("world").setAttribute("transform", "translate(" + z.tx + " " + z.ty + ") scale(" + z.k + ")");
+    if (z.k !== S.labelK) { S.labelK = z.k; showShortLabels(); }  // a pan does not change any label's size
   }
-  function resetZoom() { S.zoom = { k: 1, tx: 0, ty: 0 }; applyZoom(); }
+  function resetZoom() { S.zoom = { k: 1, tx: 0, ty: 0 }; S.labelK = null; applyZoom(); }
   function svgPoint(ev) {
     const svg = $("canvas"), pt = svg.createSVGPoint();
     pt.x = ev.clientX; pt.y = ev.clientY;
@@ -455,6 +504,7 @@
     $("zoom-in").addEventListener("click", () => zoomAt(centre(), 1.5));
     $("zoom-out").addEventListener("click", () => zoomAt(centre(), 1 / 1.5));
     $("zoom-fit").addEventListener("click", resetZoom);
+    window.addEventListener("resize", showShortLabels);  // the drawing's size on screen follows the window's
   }
 
   /* ------------------------------------------------------------------ details */
@@ -536,7 +586,9 @@
   }
 
   /* ------------------------------------------------------------------ route finder */
-  function findRoute() {
+  /* Find the route the form asks for; scroll: bring the answer into view (not when a page opens with a route in
+   * its address, which should show the top of the page). */
+  function findRoute(scroll) {
     const out = $("route-out");
     clear(out);
     S.route = null;
@@ -572,7 +624,7 @@
     syncLocation();
     // the answer is below the form: bring it into view (the side panel, or the page at phone width, scrolls)
     const first = out.firstElementChild;
-    if (first && first.scrollIntoView) first.scrollIntoView({ block: "nearest" });
+    if (scroll !== false && first && first.scrollIntoView) first.scrollIntoView({ block: "nearest" });
   }
 
   function drawRoute() {
@@ -677,7 +729,7 @@
       $("route-src").value = q.get("from");
       $("route-dst").value = q.get("to");
       $("route-intent").value = q.get("intent") || "auto";
-      findRoute();
+      findRoute(false);
     }
     if (q.has("node")) {
       const b = S.view.boxes.find((x) => x.id === q.get("node"));
