@@ -8,10 +8,11 @@ own tree only (the editable installs of this checkout are taken off
 ``sys.path`` for the base run). Printed and written to
 ``out/benchmarks/ab.json`` (``--out FILE``): the median wall time of the
 workload itself (timed inside the process, imports excluded), the median
-wall time of the whole process, and the ratio base / head (above 1: head is
-faster). Every run must report the same simulated result (the bench's
-latency and event count, or the study's exit status) in both trees, else
-the script says so.
+wall time of the whole process, the median CPU time of the workload (its
+own process; it moves less than wall time when other work shares the
+machine), and the ratios base / head (above 1: head is faster). Every run
+must report the same simulated result (the bench's latency and event count,
+or the study's exit status) in both trees, else the script says so.
 
 Workloads (``--workloads``, comma separated):
 
@@ -67,12 +68,13 @@ from kernbench.topology import load_topology
 os.environ.update(json.loads(os.environ["KB_ENV"]))
 graph = load_topology(os.environ["KB_TOPOLOGY"])
 info = discover().resolve(os.environ["KB_BENCH"])
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 r = run_bench(info, graph)
-wall = time.perf_counter() - t
+wall, cpu = time.perf_counter() - t, time.process_time() - c
 if not r.ok:
     raise SystemExit(f"{info.name} failed: {r.error_code}: {r.error}")
-print(json.dumps({"wall_s": wall, "result": [round(r.latency_ns, 6), r.events, sorted(r.metrics.items())]}))
+print(json.dumps({"wall_s": wall, "cpu_s": cpu,
+                  "result": [round(r.latency_ns, 6), r.events, sorted(r.metrics.items())]}))
 """
 
 FABRIC = PRELUDE + """
@@ -90,11 +92,11 @@ n = spec.cubes_per_sip
 for cube in range(n):
     for pe in range(spec.pes_per_cube):
         eng.submit(PeDmaWriteMsg(0, cube, pe, res.hbm_addr(0, n - 1 - cube, pe), 65536))
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 eng.run()
-wall = time.perf_counter() - t
+wall, cpu = time.perf_counter() - t, time.process_time() - c
 hops = sum(w.packets for w in eng.wires.values())
-print(json.dumps({"wall_s": wall, "result": [eng.now, eng.events, hops]}))
+print(json.dumps({"wall_s": wall, "cpu_s": cpu, "result": [eng.now, eng.events, hops]}))
 """
 
 STUDIES = PRELUDE + """
@@ -156,9 +158,9 @@ def topology_in(tree: Path, name: str) -> Path:
     return own
 
 
-def run_once(tree: Path, script: str, env: dict[str, str]) -> tuple[float, float, object, dict | None]:
-    """Run ``script`` in a fresh process on ``tree``: (workload wall s, process wall s, result, and for the
-    studies each point's own wall time by study and params)."""
+def run_once(tree: Path, script: str, env: dict[str, str]) -> tuple[float, float, object, dict | None, float | None]:
+    """Run ``script`` in a fresh process on ``tree``: (workload wall s, process wall s, result, for the studies
+    each point's own wall time by study and params, and the workload's CPU time of its own process, s)."""
     full_env = {**os.environ, **env, "KB_TREE": str(tree), "PYTHONHASHSEED": "0"}
     if "KB_TOPOLOGY" in env:
         full_env["KB_TOPOLOGY"] = str(topology_in(tree, env["KB_TOPOLOGY"]))
@@ -169,7 +171,7 @@ def run_once(tree: Path, script: str, env: dict[str, str]) -> tuple[float, float
     if proc.returncode != 0:
         raise SystemExit(f"workload failed on {tree}:\n{proc.stderr[-3000:]}")
     data = json.loads(proc.stdout.strip().splitlines()[-1])
-    return data["wall_s"], process_wall, data["result"], data.get("point_walls")
+    return data["wall_s"], process_wall, data["result"], data.get("point_walls"), data.get("cpu_s")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,10 +212,13 @@ def main(argv: list[str] | None = None) -> int:
             procs: dict[str, list[float]] = {"base": [], "head": []}
             results: dict[str, set[str]] = {"base": set(), "head": set()}
             points: dict[str, dict[str, list[float]]] = {"base": {}, "head": {}}
+            cpus: dict[str, list[float]] = {"base": [], "head": []}
             for i in range(args.repeats):
                 for side in (("base", "head") if i % 2 == 0 else ("head", "base")):  # alternate who goes first
-                    wall, proc, result, point_walls = run_once(trees[side], script, env)
+                    wall, proc, result, point_walls, cpu = run_once(trees[side], script, env)
                     walls[side].append(wall)
+                    if cpu is not None:
+                        cpus[side].append(cpu)
                     procs[side].append(proc)
                     results[side].add(json.dumps(result))
                     for key, w in (point_walls or {}).items():
@@ -225,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
                    "base_process_s": pmed["base"], "head_process_s": pmed["head"],
                    "process_ratio": pmed["base"] / pmed["head"], "walls_s": walls, "same_result": same,
                    "result": sorted(results["head"])}
+            if cpus["base"] and cpus["head"]:  # CPU time moves less than wall time on a shared machine
+                cb, ch = statistics.median(cpus["base"]), statistics.median(cpus["head"])
+                row.update({"base_cpu_s": cb, "head_cpu_s": ch, "cpu_ratio": cb / ch, "cpus_s": cpus})
             common = sorted(set(points["base"]) & set(points["head"]))
             if common:  # the studies: the points both trees ran, each timed by its runner (grids grow over time)
                 b = sum(statistics.median(points["base"][k]) for k in common)
@@ -238,7 +246,9 @@ def main(argv: list[str] | None = None) -> int:
                       flush=True)
             print(f"{name:12s} base {med['base']:8.3f} s  head {med['head']:8.3f} s  ratio {row['ratio']:5.2f}x   "
                   f"(whole process: {pmed['base']:.2f} s vs {pmed['head']:.2f} s, {row['process_ratio']:.2f}x)"
-                  f"{'' if same else '  RESULTS DIFFER'}", flush=True)
+                  + (f"  cpu {row['base_cpu_s']:.3f} s vs {row['head_cpu_s']:.3f} s, {row['cpu_ratio']:.2f}x"
+                     if "cpu_ratio" in row else "")
+                  + f"{'' if same else '  RESULTS DIFFER'}", flush=True)
     write_result(path, out)
     return 0 if all(r["same_result"] for r in out["workloads"].values()) else 1
 
