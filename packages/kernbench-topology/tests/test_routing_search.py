@@ -54,6 +54,23 @@ def _reference(router: PathRouter, graph, adj_name: str, src: str, dst: str) -> 
     return tuple(reversed(path)), dist[dst]
 
 
+def _check(router, graph, queries) -> int:
+    """Ask the router every query in order and compare each path and distance with the reference search (an
+    unreachable destination must be unreachable for both); returns how many paths were compared."""
+    checked = 0
+    for adj_name, src, dst in queries:
+        try:
+            got = router.path_with_distance(adj_name, src, dst)
+        except Exception as exc:
+            with pytest.raises(KeyError):
+                _reference(router, graph, adj_name, src, dst)
+            assert "no path" in str(exc)
+            continue
+        assert got == _reference(router, graph, adj_name, src, dst), (adj_name, src, dst)
+        checked += 1
+    return checked
+
+
 def test_resumed_and_corridor_searches_match_the_reference(graph):
     rng = random.Random(24)
     nodes = sorted(graph.nodes)
@@ -111,17 +128,7 @@ def test_paths_reused_across_cubes_and_sips_match_the_reference(graph):
     io = {s: nm.io_cpu(s) for s in sips}  # from a node outside cubes into its own SIP's cubes
     queries += [("all", io[s], by_cube[(s, c)][0]) for s in sips for c in cubes]
     rng.shuffle(queries)
-    checked = 0
-    for adj_name, src, dst in queries:
-        try:
-            got = router.path_with_distance(adj_name, src, dst)
-        except Exception as exc:
-            with pytest.raises(KeyError):
-                _reference(router, graph, adj_name, src, dst)
-            assert "no path" in str(exc)
-            continue
-        assert got == _reference(router, graph, adj_name, src, dst), (adj_name, src, dst)
-        checked += 1
+    checked = _check(router, graph, queries)
     assert checked > 400
     assert router.reused > checked // 2  # the reuse really ran
 
@@ -223,21 +230,6 @@ def _cross_sip_queries(graph, rng) -> list[tuple[str, str, str]]:
         queries += [(adj_name, nm.HOST, d) for d in rng.sample(nodes, 10) if d != nm.HOST]
         queries += [(adj_name, s, nm.HOST) for s in rng.sample(nodes, 10) if s != nm.HOST]
     return queries
-
-
-def _check(router, graph, queries) -> int:
-    checked = 0
-    for adj_name, src, dst in queries:
-        try:
-            got = router.path_with_distance(adj_name, src, dst)
-        except Exception as exc:
-            with pytest.raises(KeyError):
-                _reference(router, graph, adj_name, src, dst)
-            assert "no path" in str(exc)
-            continue
-        assert got == _reference(router, graph, adj_name, src, dst), (adj_name, src, dst)
-        checked += 1
-    return checked
 
 
 def test_routes_between_sips_skip_the_other_sips_and_match_the_reference(graph):
