@@ -23,7 +23,6 @@ from kernbench.studies import fidelity as fid
 from kernbench.studies import registry
 from kernbench.studies import results as res
 from kernbench.studies.base import (
-    FIDELITIES,
     FIDELITY,
     FIDELITY_OF,
     FidelityPanel,
@@ -85,12 +84,6 @@ def test_every_study_has_a_fidelity_panel_of_flow_copies_of_its_own_points(name)
     assert len({json.dumps(dict(c.params), sort_keys=True) for c in copies}) == len(copies)  # no copy twice
     # a flow run runs every point but the copies (each would be its own point's flow run)
     assert study.points("flow") == tuple(packet) and study.points("packet") == grid
-
-
-def test_the_fidelities_are_the_engines():
-    from kernbench.sim.flow import FIDELITIES as ENGINE
-
-    assert FIDELITIES == ENGINE
 
 
 # ------------------------------------------------------------------ the cache key

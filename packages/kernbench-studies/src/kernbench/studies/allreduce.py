@@ -67,13 +67,10 @@ from kernbench.studies.base import (
     Study,
     StudyError,
 )
-from kernbench.studies.graphs import study_graph
+from kernbench.studies.graphs import SIX_SIP_FILES, SIX_SIP_TORUS, study_graph
 from kernbench.topology import naming as nm
-from kernbench.topology.sip_topologies import SHIPPED, TORUS_2D
 
-#: The 6-SIP 2×3 file of each shipped SIP topology family (``6sip_2x3_<family>.yaml``).
-TOPOLOGIES: tuple[str, ...] = tuple(f"6sip_2x3_{t.name}.yaml" for t in SHIPPED)
-TORUS = f"6sip_2x3_{TORUS_2D.name}.yaml"
+TOPOLOGIES, TORUS = SIX_SIP_FILES, SIX_SIP_TORUS  # the 6-SIP 2×3 file of each shipped SIP topology family
 #: Payloads per PE, bytes: 16 B .. 96 KiB, the earlier report's grid (the bytes_per_pe column of its
 #: ../shared/seeds/extracted/src/kernbench/benches/1H_milestone_output/ccl/summary.csv), so that every point has
 #: a point of that report to compare with.

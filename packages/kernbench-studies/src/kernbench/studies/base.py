@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from kernbench.sim.flow import FIDELITIES  # the engine's: packet (every packet on every link) or flow
 from kernbench.topology.errors import KernbenchError
 
 Scalar = str | int | float | bool | None
@@ -70,10 +71,6 @@ class Point:
                     raise StudyError(f"point {where}[{k!r}] = {v!r} is not finite")
 
 
-#: The network fidelities a point can run in (those of :data:`kernbench.sim.flow.FIDELITIES`; a test checks):
-#: ``packet`` simulates every packet on every link, ``flow`` every transfer as one flow sharing its links max-min
-#: fairly.
-FIDELITIES: tuple[str, ...] = ("packet", "flow")
 #: The param that makes a point of the fidelity panel run in another fidelity than the run's; also the name of
 #: the panel, and the column of ``results.csv`` that says which fidelity each point ran in.
 FIDELITY = "fidelity"

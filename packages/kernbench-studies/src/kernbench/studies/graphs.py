@@ -17,6 +17,11 @@ from pathlib import Path
 from kernbench.studies.base import Scalar, StudyError
 from kernbench.topology import TopologyGraph, TopologySpec, compile_spec, load_topology
 from kernbench.topology.block_params import PE_CPU
+from kernbench.topology.sip_topologies import SHIPPED, TORUS_2D
+
+#: The 6-SIP 2×3 topology file of each shipped SIP topology family (``6sip_2x3_<family>.yaml``), and the torus's.
+SIX_SIP_FILES: tuple[str, ...] = tuple(f"6sip_2x3_{t.name}.yaml" for t in SHIPPED)
+SIX_SIP_TORUS = f"6sip_2x3_{TORUS_2D.name}.yaml"
 
 #: Fields an override may set to zero: the PE_CPU's fields whose declared lower bound is zero.
 ZERO_ALLOWED = frozenset(p.field for p in PE_CPU if p.field and p.low == 0.0)

@@ -49,12 +49,10 @@ from kernbench.studies.base import (
     Study,
     StudyError,
 )
-from kernbench.studies.graphs import study_graph
-from kernbench.topology.sip_topologies import SHIPPED, TORUS_2D
+from kernbench.studies.graphs import SIX_SIP_FILES, SIX_SIP_TORUS, study_graph
+from kernbench.topology.sip_topologies import TORUS_2D
 
-#: The 6-SIP 2×3 file of each shipped SIP topology family.
-TOPOLOGIES: tuple[str, ...] = tuple(f"6sip_2x3_{t.name}.yaml" for t in SHIPPED)
-TORUS = f"6sip_2x3_{TORUS_2D.name}.yaml"
+TOPOLOGIES, TORUS = SIX_SIP_FILES, SIX_SIP_TORUS  # the 6-SIP 2×3 file of each shipped SIP topology family
 DEFAULT = "topology.yaml"
 SIXTEEN = f"16sip_4x4_{TORUS_2D.name}.yaml"
 CCL_FILE = "ccl.yaml"
