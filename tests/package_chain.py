@@ -31,10 +31,38 @@ def _direct() -> dict[str, frozenset[str]]:
 
 
 @cache
-def distributions() -> tuple[str, ...]:
-    """Every distribution, each after all it depends on. The chain is a line, so the order is unique; a package
-    that would make it a tree (two packages neither of which needs the other) is an error here."""
-    direct, order = _direct(), []
+def _optional() -> dict[str, frozenset[str]]:
+    """Distribution -> the project's distributions it names in an optional extra only."""
+    found = {}
+    for pyproject in sorted(ROOT.glob("packages/*/pyproject.toml")):
+        project = tomllib.loads(pyproject.read_text())["project"]
+        found[project["name"]] = {_requirement_name(r) for reqs in project.get("optional-dependencies", {}).values()
+                                  for r in reqs}
+    direct = _direct()
+    return {name: frozenset(deps & direct.keys()) for name, deps in found.items()}
+
+
+@cache
+def addons() -> dict[str, str]:
+    """Add-on distribution -> the distribution whose optional extra brings it (``kernbench-accel`` ->
+    ``kernbench-sim``). An add-on depends on none of the project's distributions and none depends on it, except
+    through an extra: it stands beside the chain, below the package that may use it."""
+    direct, optional = _direct(), _optional()
+    out = {}
+    for host, extras in optional.items():
+        for name in extras:
+            if direct[name] or any(name in deps for deps in direct.values()):
+                raise ValueError(f"{name} is an optional extra of {host} but is also in the chain: an add-on "
+                                 f"depends on no kernbench distribution and is required by none")
+            out[name] = host
+    return out
+
+
+@cache
+def chain() -> tuple[str, ...]:
+    """The distributions of the chain, each after all it depends on. The chain is a line, so the order is unique; a
+    package that would make it a tree (two packages neither of which needs the other) is an error here."""
+    direct, order = {n: d for n, d in _direct().items() if n not in addons()}, []
     while len(order) < len(direct):
         ready = sorted(n for n, deps in direct.items() if n not in order and deps <= set(order))
         if len(ready) != 1:
@@ -44,9 +72,18 @@ def distributions() -> tuple[str, ...]:
     return tuple(order)
 
 
+@cache
+def distributions() -> tuple[str, ...]:
+    """Every distribution: the add-ons (which depend on none of ours), then the chain."""
+    return (*sorted(addons()), *chain())
+
+
 def below(name: str) -> list[str]:
-    """The distributions ``name`` needs installed beside it (all that come before it in the chain)."""
-    order = distributions()
+    """The distributions ``name`` needs installed beside it: all that come before it in the chain (none for an
+    add-on); add-ons are installed with the package whose extra names them."""
+    if name in addons():
+        return []
+    order = chain()
     return list(order[:order.index(name)])
 
 

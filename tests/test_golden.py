@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -54,6 +55,31 @@ def test_golden_digests_match(case):
     """One case of the quick set a test, run in this process, so that the test session's workers (pytest-xdist)
     share the cases out."""
     _check([case], jobs=1)
+
+
+#: Cases run again on the pure-Python calendar (``KERNBENCH_ACCEL=0``) where kernbench-accel is installed, so both
+#: calendars meet the same digests (ADR 0046): contended all-to-all, the multi-SIP all-reduce, a GQA decode and MoE.
+PURE_PYTHON_CASES = [c for c in QUICK_CASES if c.id in {
+    "topology/all-to-all/timing", "6sip_2x3_torus_2d/ccl-allreduce/timing", "topology/gqa-decode/timing",
+    "topology/moe/timing", "topology/matmul-composite[MATMUL_VARIANT=load_load]/timing"}]
+
+
+@pytest.mark.parametrize("case", PURE_PYTHON_CASES, ids=lambda c: c.id)
+def test_golden_digests_match_on_the_pure_python_calendar(case, monkeypatch):
+    monkeypatch.setenv("KERNBENCH_ACCEL", "0")
+    _check([case], jobs=1)
+
+
+def test_the_quick_set_names_every_pure_python_case():
+    assert len(PURE_PYTHON_CASES) == 5
+
+
+@pytest.mark.skipif(not os.environ.get("KERNBENCH_REQUIRE_ACCEL"), reason="only where the compiled calendar must be")
+def test_the_compiled_calendar_is_what_the_golden_cases_run_on():
+    """In CI (KERNBENCH_REQUIRE_ACCEL) the digests above are met by the compiled calendar, not by its fallback."""
+    from kernbench.sim.accel import compiled_calendar
+
+    assert compiled_calendar() is not None
 
 
 @pytest.mark.slow

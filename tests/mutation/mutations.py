@@ -34,9 +34,12 @@ SIM_TESTS = "packages/kernbench-sim/tests"
 TOPOLOGY_TESTS = "packages/kernbench-topology/tests"
 CLI_TESTS = "packages/kernbench/tests"
 
-#: The eight distributions, keyed by the folder under ``packages/`` (every one must have a mutation).
+#: The eight Python distributions, keyed by the folder under ``packages/`` (every one must have a mutation).
 PACKAGES = ("kernbench-topology", "kernbench-sim", "kernbench-components", "kernbench-runtime", "kernbench-ccl",
             "kernbench-benches", "kernbench-studies", "kernbench")
+#: Distributions whose behaviour is compiled code, which the runner cannot rebuild per mutation: kernbench-accel's
+#: guard is its equivalence with the pure-Python calendar (packages/kernbench-sim/tests/test_accel_calendar.py).
+COMPILED = ("kernbench-accel",)
 
 
 @dataclass(frozen=True)

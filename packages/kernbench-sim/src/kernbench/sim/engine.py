@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from heapq import heappop, heappush
 from itertools import pairwise
 
@@ -28,6 +29,7 @@ from simpy.core import EmptySchedule, StopSimulation
 from simpy.events import NORMAL, URGENT, Event
 
 from kernbench.sim import limits as budget
+from kernbench.sim.accel import compiled_calendar
 from kernbench.sim.collector import RunCollector
 from kernbench.sim.component import ComponentRegistry
 from kernbench.sim.errors import ComponentError, MessageError, SimulationLimitError
@@ -55,12 +57,14 @@ class GraphEngine:
     :meth:`PathRouter.shared`). ``limits`` are the run's budgets (default:
     :class:`~kernbench.sim.limits.Limits`). ``fidelity`` is ``"packet"`` (every packet an
     event on every wire) or ``"flow"`` (every transfer one flow sharing its links max-min fairly,
-    :mod:`kernbench.sim.flow`, ADR 0039).
+    :mod:`kernbench.sim.flow`, ADR 0039). ``accel`` picks the event calendar: kernbench-accel's compiled one
+    (True, when installed), the pure-Python one (False), or as ``KERNBENCH_ACCEL`` says (None, the default;
+    :mod:`kernbench.sim.accel`); both give identical results (ADR 0046).
     """
 
     def __init__(self, graph: TopologyGraph, registry: ComponentRegistry, *, record_hops: bool = True,
                  router: PathRouter | None = None, data: bool = False, limits: Limits | None = None,
-                 fidelity: str = "packet") -> None:
+                 fidelity: str = "packet", accel: bool | None = None) -> None:
         spec = graph.spec
         self.graph = graph
         self.spec = spec
@@ -96,8 +100,16 @@ class GraphEngine:
         self._kinds: dict[type, MessageKind] = {k.msg_type: k for k in (*TRANSFER_KINDS, *registry.message_kinds)}
         self._on_hop, self._on_arrive = self._hop, self._arrive  # bound once: the hot path schedules them per packet
         # The engine's own calendar: (t, NORMAL, eid, callback, value) entries, eids drawn from SimPy's counter, so
-        # merged with SimPy's queue by _drive in exactly the order SimPy would process them (see _at).
-        self._cal: list[tuple[float, int, int, Callable, object]] = []
+        # merged with SimPy's queue by _drive in exactly the order SimPy would process them (see _at). A list under
+        # heapq, or kernbench-accel's compiled Calendar, which also runs _drive's loop and the common packet hop.
+        calendar = compiled_calendar(accel)
+        self.accelerated = calendar is not None
+        if calendar is not None:
+            self._cal = calendar(self, self.env, self._on_hop, self._on_arrive, record_hops)
+            self._push = self._cal.push
+        else:
+            self._cal: list[tuple[float, int, int, Callable, object]] = []
+            self._push = partial(heappush, self._cal)
         self.fidelity = check_fidelity(fidelity)
         self.flows: FlowScheduler | None = None
         if fidelity == "flow":  # the flow scheduler's send and send_control replace the packet path's
@@ -189,6 +201,7 @@ class GraphEngine:
         step = env.step
         queue = env._queue
         cal = self._cal
+        run = cal.run if self.accelerated else None
         pop = heappop
         oplog = self.oplog
         check = budget.check_budget
@@ -199,13 +212,17 @@ class GraphEngine:
                 collector.__enter__()
                 while True:
                     left = min(self.max_events - self.events, self.max_records - len(oplog))
-                    for _ in range(CHECK_EVERY if left >= CHECK_EVERY else max(1, int(left) + 1)):
-                        if cal and (not queue or cal[0] < queue[0]):
-                            entry = pop(cal)
-                            env._now = entry[0]
-                            entry[3](entry[4])
-                        else:
-                            step()
+                    steps = CHECK_EVERY if left >= CHECK_EVERY else max(1, int(left) + 1)
+                    if run is not None:  # the compiled calendar takes the same steps
+                        run(steps)
+                    else:
+                        for _ in range(steps):
+                            if cal and (not queue or cal[0] < queue[0]):
+                                entry = pop(cal)
+                                env._now = entry[0]
+                                entry[3](entry[4])
+                            else:
+                                step()
                     check(self)
             finally:
                 collector.__exit__()
@@ -278,7 +295,7 @@ class GraphEngine:
         """Call ``callback(value)`` at ``t``: one entry in the engine's calendar, ordered against SimPy's queue as
         a normal-priority SimPy event scheduled now would be (same clock, same event-id counter), so the order of
         every step is the one a pre-triggered SimPy event per call gave; it counts as one engine event."""
-        heappush(self._cal, (t, NORMAL, next(self.env._eid), callback, value))
+        self._push((t, NORMAL, next(self.env._eid), callback, value))
         self.events += 1
 
     def _hop(self, pkt: Packet) -> None:
@@ -309,8 +326,7 @@ class GraphEngine:
                     t_next = r0
             self._at(t_next, nxt, self._on_hop)
         # NOTE: _at inlined on the hottest line of the simulator; the callbacks are bound once (_on_hop).
-        heappush(self._cal, (pkt.t_head, NORMAL, next(env._eid),
-                             self._on_hop if h + 1 < route.hops else self._on_arrive, pkt))
+        self._push((pkt.t_head, NORMAL, next(env._eid), self._on_hop if h + 1 < route.hops else self._on_arrive, pkt))
         self.events += 1
 
     def _arrive(self, pkt: Packet) -> None:
