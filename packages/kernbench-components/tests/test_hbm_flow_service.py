@@ -4,8 +4,9 @@
   channel in closed form; it is compared with an independent per-burst recurrence (written here from the
   model's statement: burst ``b`` on channel ``b % channels``, arriving with the flit that holds its last byte,
   served after whatever its channel holds) to a micro-nanosecond: a 1 ns nudge fails.
-* ``HbmCtrl._read_flow`` folds each burst's finish into per-packet figures instead of per-flit ones; it must
-  give packet fidelity's ``_read`` exactly (the same ``ready`` list, channel state and op-log row, bit for bit).
+* ``HbmCtrl._read`` folds each burst's finish into per-packet figures instead of per-flit ones; it must give
+  the per-flit statement ``_read_per_flit`` exactly (the same ``ready`` list, channel state and op-log row, bit
+  for bit).
 """
 
 from __future__ import annotations
@@ -150,8 +151,8 @@ def test_the_flow_read_gives_the_packet_read_bit_for_bit(seed):
     t_head = rng.uniform(0.0, 2000.0)
     packet, flow = _hbm("packet", free), _hbm("flow", free)
     assert flow.flow and not packet.flow
-    packet._read(_cmd(addr, nbytes, row_bytes, pitch), t_head)
-    flow._read_flow(_cmd(addr, nbytes, row_bytes, pitch), t_head)
+    packet._read_per_flit(_cmd(addr, nbytes, row_bytes, pitch), t_head)
+    flow._read(_cmd(addr, nbytes, row_bytes, pitch), t_head)
     assert flow.engine.replies == packet.engine.replies  # exact floats, every packet
     assert flow.free == packet.free
     assert flow.engine.rows == packet.engine.rows

@@ -141,7 +141,7 @@ def test_a_late_middle_burst_delays_its_packets_head_by_hand():
     assert linear_pacing(flit_ready, 4) == [(10.0, 6.0), (26.0, 6.0)]  # before the fix: flit 1 leaves at 16 < 20
     for fidelity in ("packet", "flow"):
         ctrl = _hbm(fidelity, geometry, free, overhead_ns=2.0)
-        (ctrl._read_flow if ctrl.flow else ctrl._read)(_cmd(0, 256), 0.0)
+        ctrl._read(_cmd(0, 256), 0.0)
         (reply,) = ctrl.engine.replies
         assert reply == [(16.0, 4.0), (32.0, 4.0)], fidelity
         for fr, leave in packets(reply, flit_ready, 4):
@@ -167,7 +167,7 @@ def test_an_uncontended_two_round_packet_leaves_when_its_last_round_is_ready():
     assert r0 + 8 * d < 42.0  # what the fix removes
     for fidelity in ("packet", "flow"):
         ctrl = _hbm(fidelity, geometry, [0.0] * 8, overhead_ns=10.0)
-        (ctrl._read_flow if ctrl.flow else ctrl._read)(_cmd(0, 4096), 0.0)
+        ctrl._read(_cmd(0, 4096), 0.0)
         assert ctrl.engine.replies == [[(34.0, 1.0)]], fidelity
     assert max(r + (15 - j) * 1.0 for j, r in enumerate(flit_ready)) == 34.0 + 15 * 1.0
 
@@ -247,20 +247,20 @@ def test_uncontended_linear_reads_keep_the_linear_pacing_bit_for_bit(geometry):
         want = linear_pacing(flit_ready, packet // flit)
         for fidelity in ("packet", "flow"):
             ctrl = _hbm(fidelity, geometry, free, overhead)
-            (ctrl._read_flow if ctrl.flow else ctrl._read)(_cmd(addr, nbytes), t_head)
+            ctrl._read(_cmd(addr, nbytes), t_head)
             assert ctrl.engine.replies == [want]
 
 
 @pytest.mark.parametrize("seed", range(400))
 def test_the_flow_read_re_paces_exactly_as_the_packet_read(seed):
-    """``_read_flow`` works per burst, ``_read`` per flit: the same ``ready`` list, channel state and op-log row,
+    """``_read`` works per burst, ``_read_per_flit`` per flit: the same ``ready`` list, channel state and op-log row,
     bit for bit, on idle and busy channels, for 1 byte, a burst, a burst + 1, unaligned and 2-D reads."""
     rng = random.Random(seed)
     geometry = GEOMETRIES[seed % len(GEOMETRIES)]
     free, addr, nbytes, row_bytes, pitch, t_head = _random_read(rng, geometry, contended=seed % 3 != 0)
     packet, flow = _hbm("packet", geometry, free, 7.5), _hbm("flow", geometry, free, 7.5)
-    packet._read(_cmd(addr, nbytes, row_bytes, pitch), t_head)
-    flow._read_flow(_cmd(addr, nbytes, row_bytes, pitch), t_head)
+    packet._read_per_flit(_cmd(addr, nbytes, row_bytes, pitch), t_head)
+    flow._read(_cmd(addr, nbytes, row_bytes, pitch), t_head)
     assert flow.engine.replies == packet.engine.replies  # exact floats, every packet
     assert flow.free == packet.free
     assert flow.engine.rows == packet.engine.rows

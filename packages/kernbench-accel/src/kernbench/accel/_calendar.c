@@ -527,8 +527,80 @@ static PyObject *bind(PyObject *mod, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ the HBM controller's write service */
+
+/*
+ * serve_write(free, addr, off, n, pkt_offset, burst, ns_per_byte, a0, delta, t_last, flit, last_flit, done):
+ * kernbench.components.memory.HbmCtrl._write's loop over one address-contiguous piece of a written packet, step for
+ * step: burst by burst, the burst arrives with the flit holding its last byte (a0 + f * delta, the last flit at
+ * t_last), waits for its channel (burst index mod len(free)) and takes (bytes * ns_per_byte) ns there; free[ch] is
+ * updated in place. Returns the latest finish, at least done (returned as given when no burst finishes later).
+ * Integer arguments must fit in 62 bits (else OverflowError, and the caller serves the piece in Python).
+ */
+static PyObject *serve_write(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "serve_write takes 13 arguments");
+        return NULL;
+    }
+    PyObject *free = args[0];
+    if (!PyList_CheckExact(free) || !PyList_GET_SIZE(free)) {
+        PyErr_SetString(PyExc_TypeError, "serve_write: free must be a non-empty list of channel times");
+        return NULL;
+    }
+    long long v[7];
+    const int ints[7] = {1, 2, 3, 4, 5, 10, 11};
+    for (int i = 0; i < 7; i++) {
+        v[i] = PyLong_AsLongLong(args[ints[i]]);
+        if (v[i] == -1 && PyErr_Occurred()) return NULL;
+        if (v[i] < 0 || v[i] > (1LL << 62)) {
+            PyErr_SetString(PyExc_OverflowError, "serve_write: an integer argument is negative or too large");
+            return NULL;
+        }
+    }
+    long long addr = v[0], off = v[1], n = v[2], pkt_offset = v[3], burst = v[4], flit = v[5], last_flit = v[6];
+    if (burst <= 0 || flit <= 0) {
+        PyErr_SetString(PyExc_ValueError, "serve_write: burst and flit must be positive");
+        return NULL;
+    }
+    double npb, a0, delta, t_last, done;
+    if (as_double(args[6], &npb) < 0 || as_double(args[7], &a0) < 0 || as_double(args[8], &delta) < 0 ||
+        as_double(args[9], &t_last) < 0 || as_double(args[12], &done) < 0)
+        return NULL;
+    long long k = PyList_GET_SIZE(free);
+    PyObject *done_o = args[12];
+    int moved = 0;
+    long long x = addr, end = addr + n;
+    while (x < end) {
+        long long y = (x / burst + 1) * burst;
+        if (y > end) y = end;
+        long long f = (off + (y - 1 - addr) - pkt_offset);
+        f = f >= 0 ? f / flit : -((-f + flit - 1) / flit); /* Python's floor division */
+        double arrive = f >= last_flit ? t_last : a0 + (double)f * delta;
+        Py_ssize_t ch = (Py_ssize_t)((x / burst) % k);
+        double fr;
+        if (as_double(PyList_GET_ITEM(free, ch), &fr) < 0) return NULL;
+        double start = fr > arrive ? fr : arrive;
+        double finish = start + (double)(y - x) * npb;
+        PyObject *fo = PyFloat_FromDouble(finish);
+        if (!fo) return NULL;
+        PyObject *old = PyList_GET_ITEM(free, ch);
+        PyList_SET_ITEM(free, ch, fo);
+        Py_DECREF(old);
+        if (finish > done) {
+            done = finish;
+            moved = 1;
+        }
+        x = y;
+    }
+    if (!moved) return Py_NewRef(done_o);
+    return PyFloat_FromDouble(done);
+}
+
 static PyMethodDef module_methods[] = {
     {"bind", bind, METH_VARARGS, "bind(Packet, Wire, Route, Transfer): the fabric classes whose slots the hop step reads."},
+    {"serve_write", (PyCFunction)(void (*)(void))serve_write, METH_FASTCALL,
+     "serve_write(free, addr, off, n, pkt_offset, burst, ns_per_byte, a0, delta, t_last, flit, last_flit, done): "
+     "the HBM controller's per-burst write service of one contiguous piece; returns the latest finish."},
     {NULL, NULL, 0, NULL},
 };
 

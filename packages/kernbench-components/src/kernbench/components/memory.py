@@ -16,16 +16,20 @@ latency) and then serves them:
 
 Reads reply on the reversed request path.
 
-In flow fidelity (``engine.fidelity == "flow"``, ADR 0039) the HBM controller
-serves the same model with less arithmetic: a contiguous write's full bursts
-are served per channel in closed form (:func:`interleaved_write`), and a
-read tracks each packet's first and last ready time per burst instead of one
-ready time per flit (:meth:`HbmCtrl._read_flow`, the same numbers). Packet
-fidelity runs the per-burst loops below unchanged.
+A read is served per burst in both fidelities: :meth:`HbmCtrl._read` tracks
+each packet's first and last ready time per burst, which gives exactly what
+the model's per-flit statement gives (:meth:`HbmCtrl._read_per_flit`, one
+ready time per flit, kept as the statement the tests hold the per-burst
+version to, bit for bit). In flow fidelity (``engine.fidelity == "flow"``,
+ADR 0039) a contiguous write's full bursts are also served per channel in
+closed form (:func:`interleaved_write`, equal up to float rounding); packet
+fidelity serves writes burst by burst (in C when the engine runs on
+kernbench-accel's calendar: the same steps, ADR 0046).
 """
 
 from __future__ import annotations
 
+from kernbench.sim.accel import compiled_module
 from kernbench.sim.component import Component
 from kernbench.sim.fabric import Packet, Transfer
 from kernbench.sim.protocol import Engine
@@ -38,7 +42,7 @@ LATE_NS = 1e-6
 class HbmCtrl(Component):
     """HBM controller of one PE's slice with per-pseudo-channel parallelism."""
 
-    __slots__ = ("burst", "channels", "flit_ns", "flow", "free", "ns_per_byte")
+    __slots__ = ("burst", "channels", "flit_ns", "flow", "free", "ns_per_byte", "serve_write")
 
     def __init__(self, engine: Engine, node) -> None:
         super().__init__(engine, node)
@@ -52,6 +56,9 @@ class HbmCtrl(Component):
         edges = engine.graph.out_edges(node.id)
         self.flit_ns = min((engine.flit_bytes / e.bw_gbs for e in edges), default=0.0)
         self.flow = getattr(engine, "fidelity", "packet") == "flow"  # serve in closed form (module docstring)
+        # _write's per-burst loop in C when the engine runs on kernbench-accel's calendar (the same steps, ADR 0046)
+        compiled = compiled_module(engine)
+        self.serve_write = compiled.serve_write if compiled is not None else None
 
     def on_packet(self, pkt: Packet, t_head: float) -> None:
         """Drain a written packet, or serve a read command."""
@@ -62,10 +69,7 @@ class HbmCtrl(Component):
             else:
                 self._write(pkt, t_head)
         elif kind == "read_cmd":
-            if self.flow:
-                self._read_flow(pkt.transfer, t_head)
-            else:
-                self._read(pkt.transfer, t_head)
+            self._read(pkt.transfer, t_head)
         else:
             super().on_packet(pkt, t_head)
 
@@ -80,10 +84,11 @@ class HbmCtrl(Component):
             self.engine.oplog.record(tr.t_first, tr.t_done, self.id, "memory", "hbm_write",
                                      {"addr": tr.addr, "nbytes": tr.nbytes, "corr_id": tr.request.corr_id})
 
-    def _read_flow(self, cmd: Transfer, t_head: float) -> None:
-        """:meth:`_read` in flow fidelity: the same channel service and the same ``ready`` list, bit for bit.
+    def _read(self, cmd: Transfer, t_head: float) -> None:
+        """Serve a read command: the same channel service and the same ``ready`` list as
+        :meth:`_read_per_flit`, bit for bit, with work per burst instead of per flit.
 
-        :meth:`_read` keeps one ready time per flit and then takes, per packet, its first flit's and the
+        :meth:`_read_per_flit` keeps one ready time per flit and then takes, per packet, its first flit's and the
         latest of its flits' (a max is exact in any order), checks that no flit leaves before it is ready and
         else re-paces the packet by a min over its flits (seeded with the old spacing). Here each burst's finish
         goes straight into the two per-packet figures, and a packet keeps ``(finish, first flit)`` (the index in
@@ -183,7 +188,14 @@ class HbmCtrl(Component):
         # NOTE: contiguous transfers (the common case) skip the segment generator: this runs per packet.
         pieces = ((tr.addr + pkt.offset, pkt.offset, pkt.nbytes),) if not tr.row_bytes else \
             _segments(tr.addr, pkt.offset, pkt.nbytes, tr.row_bytes, tr.pitch)
+        serve = self.serve_write
         for addr, off, n in pieces:
+            if serve is not None:
+                try:
+                    done = serve(free, addr, off, n, pkt.offset, burst, npb, a0, delta, t_last, flit, last_flit, done)
+                    continue
+                except OverflowError:  # an address past 62 bits: refused before anything changed, served below
+                    pass
             x, end = addr, addr + n
             while x < end:
                 y = min((x // burst + 1) * burst, end)
@@ -200,7 +212,7 @@ class HbmCtrl(Component):
             self.engine.oplog.record(tr.t_first, tr.t_done, self.id, "memory", "hbm_write",
                                      {"addr": tr.addr, "nbytes": tr.nbytes, "corr_id": tr.request.corr_id})
 
-    def _read(self, cmd: Transfer, t_head: float) -> None:
+    def _read_per_flit(self, cmd: Transfer, t_head: float) -> None:
         a0 = t_head + self.overhead_ns
         flit = self.engine.flit_bytes
         free, burst, k, npb = self.free, self.burst, self.channels, self.ns_per_byte
@@ -234,7 +246,7 @@ class HbmCtrl(Component):
             d = (r1 - r0) / n1 if n1 else 0.0
             # The linear pacing (first flit, then evenly to the latest) is kept, bit for bit, unless a flit would
             # leave over LATE_NS before its data; then the tail stays at r1 with the largest spacing that has every
-            # flit leave after its data (seeded with the linear d, which _read_flow relies on), or, when that
+            # flit leave after its data (seeded with the linear d, which _read relies on), or, when that
             # spacing is below the reply link's flit time, every flit leaves as soon as its data and the link allow.
             t = r0 + LATE_NS
             if r1 > r0 and any(flit_ready[p0 + j] > t + j * d for j in range(1, n1)):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from functools import cache
+from types import ModuleType
 
 from kernbench.sim.errors import ComponentError
 from kernbench.sim.fabric import Packet, Route, Transfer, Wire
@@ -38,6 +39,17 @@ def compiled_calendar(accel: bool | None = None) -> type | None:
     return _load() if _wanted(accel) else None
 
 
+def compiled_module(engine: object) -> ModuleType | None:
+    """kernbench-accel's compiled module when ``engine`` runs on its calendar (``engine.accelerated``), else None:
+    components use its other services (``serve_write``, the HBM controller's per-burst write loop) only then, so
+    ``accel=False`` or ``KERNBENCH_ACCEL=0`` turns every compiled part off together."""
+    if not getattr(engine, "accelerated", False):
+        return None
+    from kernbench.accel import _calendar
+
+    return _calendar
+
+
 @cache
 def _load() -> type | None:
     """Import the extension once and hand it the fabric classes whose slots its hop step reads."""
@@ -49,4 +61,4 @@ def _load() -> type | None:
     return _calendar.Calendar
 
 
-__all__ = ["ENV", "compiled_calendar"]
+__all__ = ["ENV", "compiled_calendar", "compiled_module"]
