@@ -60,3 +60,46 @@ def test_the_engine_steps_with_the_raised_threshold(thresholds, small_graph, reg
     assert seen == [RUN_GEN0_THRESHOLD]
     assert gc.get_threshold() == (700, 10, 10)
 
+
+
+class _Cycle:
+    """An object in a reference cycle with itself: only the cyclic collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+@pytest.fixture
+def unfrozen():
+    gc.unfreeze()
+    yield
+    gc.unfreeze()
+
+
+def test_the_second_engine_on_a_large_graph_collects_then_freezes(small_graph, monkeypatch, unfrozen):
+    import weakref
+
+    from kernbench.sim import collector
+
+    monkeypatch.setattr(collector, "FREEZE_MIN_NODES", len(small_graph.nodes))  # the small graph counts as large
+    small_graph.forget_memos()
+    assert collector.keep_graph(small_graph) is False and gc.get_freeze_count() == 0  # one engine: nothing
+    garbage = _Cycle()
+    dead = weakref.ref(garbage)
+    del garbage
+    assert collector.keep_graph(small_graph) is True
+    assert dead() is None  # collected before the freeze, not frozen with the rest
+    frozen = gc.get_freeze_count()
+    assert frozen > len(small_graph.nodes)  # the graph's nodes, at least, are frozen
+    assert collector.keep_graph(small_graph) is False and gc.get_freeze_count() == frozen  # once per graph
+    small_graph.forget_memos()
+
+
+def test_a_graph_below_the_size_is_never_frozen(small_graph, monkeypatch, unfrozen):
+    from kernbench.sim import collector
+
+    monkeypatch.setattr(collector, "FREEZE_MIN_NODES", len(small_graph.nodes) + 1)
+    small_graph.forget_memos()
+    assert [collector.keep_graph(small_graph) for _ in range(3)] == [False, False, False]
+    assert gc.get_freeze_count() == 0
+    small_graph.forget_memos()

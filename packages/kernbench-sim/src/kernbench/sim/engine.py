@@ -30,7 +30,7 @@ from simpy.events import NORMAL, URGENT, Event
 
 from kernbench.sim import limits as budget
 from kernbench.sim.accel import compiled_calendar
-from kernbench.sim.collector import RunCollector
+from kernbench.sim.collector import RunCollector, keep_graph
 from kernbench.sim.component import ComponentRegistry
 from kernbench.sim.errors import ComponentError, MessageError, SimulationLimitError
 from kernbench.sim.fabric import Packet, Route, Transfer, Wire, cross, cross_control, split_packets
@@ -71,6 +71,7 @@ class GraphEngine:
         self.env = simpy.Environment()
         _check_simpy_internals(self.env)
         self.resolver = AddressResolver(graph)
+        keep_graph(graph)  # a second engine on a large graph freezes it out of the garbage collector
         self.router = router if router is not None else PathRouter.shared(graph)
         self.flit_bytes = spec.fabric.flit_bytes
         self.packet_bytes = spec.fabric.packet_bytes
