@@ -11,6 +11,8 @@ including the shards other PEs hold (``tl.global_ref``).
 
 from __future__ import annotations
 
+from itertools import chain, count, repeat
+
 import numpy as np
 
 from kernbench.components.pe.mmu import MmuMapMsg
@@ -63,20 +65,26 @@ class VirtualMapping:
                 pa = addr.encode()
                 if c1 - c0 == cols:
                     entries_of[key] = ((t.va + r0 * cols * item, pa, shard.nbytes),)
-                else:
-                    width = (c1 - c0) * item
-                    entries_of[key] = tuple((t.va + (r * cols + c0) * item, pa + (r - r0) * width, width)
-                                            for r in range(r0, r1))
+                else:  # row r at t.va + (r * cols + c0) * item, packed in the shard at pa + (r - r0) * width
+                    width, pitch = (c1 - c0) * item, cols * item
+                    entries_of[key] = tuple(zip(count(t.va + (r0 * cols + c0) * item, pitch), count(pa, width),
+                                                repeat(width, r1 - r0)))
             return entries_of[key]
 
         def closest(cube: int, pe: int, group):
+            if len(group) == 1:  # a part held once: that copy
+                return group[0]
             return min(group, key=lambda p: (p[0].pe != pe or p[0].cube != cube, p[0].cube != cube,
                                             p[0].pe != pe, abs(p[0].cube - cube), p[0].cube, p[0].pe))
 
+        built: dict[tuple[int, ...], tuple] = {}  # PEs that map the same copies share one entries tuple
         reqs = []
         for sip, cube, pe in pes:
-            mine = [e for group in copies.values() for e in entries(closest(cube, pe, group))]
-            reqs.append(self.engine.submit(MmuMapMsg(sip, cube, pe, tuple(mine))))
+            chosen = [closest(cube, pe, group) for group in copies.values()]
+            key = tuple(id(part) for part in chosen)  # the parts live in t.shards
+            if key not in built:
+                built[key] = tuple(chain.from_iterable(entries(part) for part in chosen))
+            reqs.append(self.engine.submit(MmuMapMsg(sip, cube, pe, built[key])))
         self._drain(reqs)
 
     def _unmap(self, t: Tensor) -> None:
