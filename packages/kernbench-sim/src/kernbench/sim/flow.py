@@ -49,7 +49,8 @@ source's pace) at once, which is what the solver would give it.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from heapq import heappop, heappush
 from itertools import count
 
@@ -79,75 +80,154 @@ def max_min_rates(paths: Sequence[Sequence[Hashable]], capacity: Mapping[Hashabl
     ``i`` on its own. Every flow's rate grows at the same pace until a link
     it crosses is full or it reaches its cap; then it is frozen and the
     others keep growing. Returns the rates in the order of ``paths``. A flow
-    that crosses no link and has no cap gets ``inf``.
+    that crosses no link and has no cap gets ``inf``. Capacities and caps are
+    numbers (not NaN), in any one unit (the scheduler's: bytes/ns).
+
+    Each round freezes the flows of the link with the smallest fair share
+    (remaining capacity over unfrozen flows, kept in a lazy heap keyed by
+    ``(share, link's first appearance)``), or the smallest cap if it is no
+    larger. Links that carry exactly the same flows (the same list, in the same
+    order) and have the same capacity go through the same floating-point
+    operations, so they are solved as one group (:func:`_fill`), with the same
+    floats and the same freezing order as one heap entry per link.
     """
     n = len(paths)
-    rates = [0.0] * n
-    lim = list(limits) if limits is not None else [None] * n
     on: dict[Hashable, list[int]] = {}
     for i, links in enumerate(paths):
         for link in links:
-            on.setdefault(link, []).append(i)
-    rem = {link: float(capacity[link]) for link in on}
-    cnt = {link: len(users) for link, users in on.items()}
-    frozen = [False] * n
-    heap = [(rem[link] / cnt[link], k, link) for k, link in enumerate(on)]
+            users = on.get(link)
+            if users is None:
+                on[link] = [i]
+            else:
+                users.append(i)
+    groups: dict[tuple[tuple[int, ...], float], list[int]] = {}
+    for k, (link, users) in enumerate(on.items()):
+        key = (tuple(users), float(capacity[link]))
+        ks = groups.get(key)
+        if ks is None:
+            groups[key] = [k]
+        else:
+            ks.append(k)
+    rem: list[float] = []
+    cnt: list[int] = []
+    users_of: list[Sequence[int]] = []
+    of_flow: list[list[int]] = [[] for _ in range(n)]
+    heap: list[tuple[float, int, int, int, int, int]] = []
+    order: list[list[int]] = []
+    for g, ((users, cap), ks) in enumerate(groups.items()):
+        rem.append(cap)
+        cnt.append(len(users))
+        users_of.append(users)
+        for i in users:  # a link a flow crosses twice is subtracted from twice, as the flow's path lists it
+            of_flow[i].append(g)
+        heap.append((cap / len(users), ks[0], ks[-1], g, 0, len(ks)))
+        order.append(ks)
     heap.sort()
-    capped = sorted((c, i) for i, c in enumerate(lim) if c is not None)
+    lim = list(limits) if limits is not None else [None] * n
+    return _fill(n, lim, rem, cnt, users_of, of_flow, heap, order.__getitem__)
+
+
+def _fill(n: int, limits: Sequence[float | None], rem: list[float], cnt: list[int], users: Sequence[Sequence[int]],
+          of_flow: Sequence[Sequence[int]], heap: list[tuple[float, int, int, int, int, int]],
+          member_keys: Callable[[int], Sequence[int]]) -> list[float]:
+    """Progressive filling over groups of identical links: the rates of flows ``0 .. n-1``.
+
+    A group ``g`` is a set of links that carry the same flows ``users[g]`` (flow indices in increasing order, a
+    flow listed once per time its path crosses the link) and have the same capacity ``rem[g]`` (its remaining
+    capacity, consumed in place); ``cnt[g]`` is ``len(users[g])`` and ``of_flow[i]`` lists the groups of flow ``i``
+    (with the same repetition). Every link of a group has the same remaining capacity and unfrozen count after
+    every freeze, so the same fair share.
+
+    It reproduces, float for float, progressive filling with one lazy heap entry ``(share, k)`` per link, ``k``
+    the link's first appearance over the paths: each round, the entry at the top is dropped if its link has no
+    unfrozen flow, re-pushed with its current share if that share is larger than its key, and else gives the
+    round's share (a cap no larger is frozen first, leaving the entry in place; otherwise every unfrozen flow of
+    the link freezes at the share). Here a heap entry is a *bucket*: the links of group ``g`` whose entries have
+    the same key, ``member_keys(g)[lo:hi]`` (their ``k`` in increasing order; ``kmin`` and ``kmax`` are the first
+    and last). Re-pushing a bucket re-pushes all its links' entries, which is what the per-link heap does when no
+    other entry lies between its first and last: those entries are examined one after the other with nothing
+    changed in between. Otherwise the bucket is split at the first entry in between (only an entry with the
+    same key can be), and the links before it re-pushed: the per-link order, bucket by bucket.
+    """
+    rates = [0.0] * n
+    frozen = [False] * n
+    capped = sorted((c, i) for i, c in enumerate(limits) if c is not None)
+    ncap = len(capped)
     ci = 0
     left = n
-
-    def freeze(i: int, rate: float) -> None:
-        nonlocal left
-        frozen[i] = True
-        rates[i] = rate
-        left -= 1
-        for link in paths[i]:
-            rem[link] -= rate
-            cnt[link] -= 1
-
     while left:
-        while ci < len(capped) and frozen[capped[ci][1]]:
+        while ci < ncap and frozen[capped[ci][1]]:
             ci += 1
         share = None
         while heap:
-            key, k, link = heap[0]
-            c = cnt[link]
+            top = heap[0]
+            g = top[3]
+            c = cnt[g]
             if c == 0:
                 heappop(heap)
                 continue
-            actual = max(rem[link], 0.0) / c
+            r = rem[g]
+            if r < 0.0:  # max(r, 0.0), bit for bit (-0.0 stays -0.0)
+                r = 0.0
+            actual = r / c
+            key = top[0]
             if actual > key:
                 heappop(heap)
-                heappush(heap, (actual, k, link))
+                kmax = top[2]
+                if heap and heap[0][0] == key and heap[0][1] < kmax:  # another entry between its links: split
+                    ks = member_keys(g)
+                    lo, hi = top[4], top[5]
+                    j = bisect_left(ks, heap[0][1], lo, hi)
+                    heappush(heap, (actual, top[1], ks[j - 1], g, lo, j))
+                    heappush(heap, (key, ks[j], kmax, g, j, hi))
+                else:
+                    heappush(heap, (actual, top[1], kmax, g, top[4], top[5]))
                 continue
             share = actual
             break
-        if ci < len(capped) and (share is None or capped[ci][0] <= share):
-            freeze(capped[ci][1], capped[ci][0])
+        if ci < ncap and (share is None or capped[ci][0] <= share):
+            rate, i = capped[ci]
+            frozen[i] = True
+            rates[i] = rate
+            left -= 1
+            for g in of_flow[i]:
+                rem[g] -= rate
+                cnt[g] -= 1
             continue
         if share is None:  # flows on no link and uncapped
+            inf = float("inf")
             for i in range(n):
                 if not frozen[i]:
-                    freeze(i, float("inf"))
+                    frozen[i] = True
+                    rates[i] = inf
+                    left -= 1
+                    for g in of_flow[i]:
+                        rem[g] -= inf
+                        cnt[g] -= 1
             break
-        link = heappop(heap)[2]
-        for i in on[link]:
+        for i in users[heappop(heap)[3]]:
             if not frozen[i]:
-                freeze(i, share)
+                frozen[i] = True
+                rates[i] = share
+                left -= 1
+                for g in of_flow[i]:
+                    rem[g] -= share
+                    cnt[g] -= 1
     return rates
 
 
 class Flow:
     """One transfer in flight as a fluid flow."""
 
-    __slots__ = ("cap", "done", "fixed", "left", "rate", "sent", "seq", "t_cut", "t_finish", "t_head", "t_ref",
-                 "transfer", "wires")
+    __slots__ = ("cap", "done", "fixed", "index", "info", "left", "rate", "sent", "seq", "t_cut", "t_finish",
+                 "t_head", "t_ref", "transfer", "wires")
 
     def __init__(self, transfer: Transfer, wires: tuple[Wire, ...], fixed: float, t_head: float,
-                 cap: float | None, seq: int) -> None:
+                 cap: float | None, seq: int, info: _RouteInfo | None = None) -> None:
         self.transfer = transfer
         self.wires = wires
+        self.info = info  # its route's constants (wire positions for the solver)
+        self.index = 0  # its index in the solve in progress
         self.fixed = fixed  # ns from the end of the drain to the last byte's arrival
         self.t_head = t_head  # when the first flit arrives (uncontended head latency)
         self.cap = cap  # the source's own pace, bytes/ns (None: unpaced)
@@ -162,7 +242,9 @@ class Flow:
 
 
 class _RouteInfo:
-    __slots__ = ("base", "inv_bw", "min_bw")
+    """A route's constants for flows: head latency parts (ns), bottleneck (bytes/ns), each wire's position."""
+
+    __slots__ = ("base", "inv_bw", "min_bw", "pos", "simple")
 
     def __init__(self, route: Route) -> None:
         # head latency without the first flit's serialisation: the overheads of the nodes in between (the
@@ -170,20 +252,44 @@ class _RouteInfo:
         self.base = sum(route.overheads[1:route.hops]) + sum(w.latency_ns for w in route.wires)
         self.inv_bw = sum(1.0 / w.bw for w in route.wires)
         self.min_bw = min(w.bw for w in route.wires)
+        self.pos: dict[Wire, int] = {}  # each wire's first position on the route
+        for i, w in enumerate(route.wires):
+            self.pos.setdefault(w, i)
+        self.simple = len(self.pos) == len(route.wires)  # crosses no wire twice
+
+
+class _Bundle:
+    """Wires that carry exactly the same flows in flight and have the same bandwidth (bytes/ns).
+
+    Such wires go through the same floating-point operations in :func:`max_min_rates`, so the solver treats a
+    bundle as one group. :class:`FlowScheduler` keeps every wire that carries a flow in exactly one bundle,
+    and at most one bundle per (flows, bandwidth), updating them as flows start and end.
+    """
+
+    __slots__ = ("bw", "first", "flows", "last", "ordered", "wires")
+
+    def __init__(self, flows: frozenset[Flow], bw: float) -> None:
+        self.flows = flows
+        self.bw = bw
+        self.wires: set[Wire] = set()
+        self.ordered: list[Flow] | None = None  # its flows by seq (made by the first solve that needs it)
+        self.first = -1  # the first and last position of its wires on the route of ordered[0] (-1: not known)
+        self.last = -1
 
 
 class FlowScheduler:
     """The flow fidelity of one :class:`~kernbench.sim.engine.GraphEngine`: its ``send`` and ``send_control``, and
     the solver state."""
 
-    __slots__ = ("dirty", "engine", "flit", "flows", "heap", "info", "on", "packet_bytes", "piece_bytes", "seq",
-                 "solves", "solving", "tick_due", "wake_at")
+    __slots__ = ("bundle_of", "bundles", "dirty", "engine", "flit", "flows", "heap", "info", "packet_bytes",
+                 "piece_bytes", "seq", "solves", "solving", "tick_due", "wake_at")
 
     def __init__(self, engine) -> None:
         self.engine = engine
         self.flit = engine.flit_bytes
         self.packet_bytes = engine.packet_bytes
-        self.on: dict[Wire, set[Flow]] = {}  # the flows present on each wire
+        self.bundle_of: dict[Wire, _Bundle] = {}  # the bundle of each wire carrying flows (see _Bundle)
+        self.bundles: dict[tuple[frozenset[Flow], float], _Bundle] = {}  # each bundle by (flows, bandwidth)
         self.dirty: set[Wire] = set()  # wires whose flows changed since the last solve
         self.heap: list[tuple[float, int, Flow]] = []  # (predicted finish, seq, flow); stale entries skipped
         self.wake_at = float("inf")  # the time of the pending wake-up (inf: none)
@@ -295,19 +401,10 @@ class FlowScheduler:
             if span > 0 and nbytes / span < info.min_bw:
                 cap = nbytes / span
         f = Flow(tr, route.wires, info.base + head * (info.inv_bw - 1.0 / info.min_bw),
-                 now + info.base + head * info.inv_bw, cap, next(self.seq))
+                 now + info.base + head * info.inv_bw, cap, next(self.seq), info)
         f.t_ref = now
         self.flows += 1
-        on = self.on
-        alone = True
-        for w in f.wires:
-            s = on.get(w)
-            if s is None:
-                s = on[w] = set()
-            elif s:
-                alone = False
-            s.add(f)
-        if alone:
+        if self._enter(f):
             # Alone on every wire: max-min gives it its bottleneck (or its source's pace), so it needs no solve.
             # A flow that joins any of its wires later marks that wire dirty, and that solve includes this one.
             f.rate = r = cap if cap is not None else info.min_bw
@@ -319,6 +416,74 @@ class FlowScheduler:
         for w in f.wires:
             dirty.add(w)
         self._request_solve()
+
+    # ------------------------------------------------------------------ bundles
+    def _bundle(self, flows: frozenset[Flow], bw: float) -> _Bundle:
+        """The bundle of wires carrying exactly ``flows`` at bandwidth ``bw`` (made empty if there is none)."""
+        b = self.bundles.get((flows, bw))
+        if b is None:
+            b = self.bundles[flows, bw] = _Bundle(flows, bw)
+        return b
+
+    def _drop(self, b: _Bundle) -> None:
+        """Forget ``b``, left without wires."""
+        del self.bundles[b.flows, b.bw]
+
+    def _enter(self, f: Flow) -> bool:
+        """Put ``f`` on its wires: each wire moves to the bundle of its flows plus ``f``. True if every wire of
+        ``f`` carried no flow before (it is alone)."""
+        bundle_of = self.bundle_of
+        moved: dict[object, _Bundle] = {}  # bundle a wire was in (or its bandwidth, if it was in none) -> new one
+        alone = True
+        for w in f.wires:
+            old = bundle_of.get(w)
+            if old is None:
+                new = moved.get(w.bw)
+                if new is None:
+                    new = moved[w.bw] = self._bundle(frozenset((f,)), w.bw)
+            else:
+                alone = False  # (a route crossing this wire twice is not alone either, as ever)
+                if f in old.flows:  # the route crosses this wire twice
+                    continue
+                new = moved.get(old)
+                if new is None:
+                    new = moved[old] = self._bundle(old.flows | {f}, old.bw)
+                old.wires.discard(w)
+                old.first = -1
+                if not old.wires:
+                    self._drop(old)
+            new.wires.add(w)  # (new holds f, so it was made by this call: its positions are not known yet)
+            bundle_of[w] = new
+        return alone
+
+    def _leave(self, f: Flow) -> None:
+        """Take ``f`` off its wires: each wire moves to the bundle of its other flows, and is marked dirty; a
+        wire left without flows leaves its bundle and is not (it has nothing to solve)."""
+        bundle_of = self.bundle_of
+        dirty = self.dirty
+        moved: dict[_Bundle, _Bundle | None] = {}
+        for w in f.wires:
+            old = bundle_of.get(w)
+            if old is None or f not in old.flows:  # the route crosses this wire twice
+                if old is not None:
+                    dirty.add(w)
+                continue
+            if old in moved:
+                new = moved[old]
+            else:
+                rest = old.flows - {f}
+                new = moved[old] = self._bundle(rest, old.bw) if rest else None
+            old.wires.discard(w)
+            old.first = -1
+            if not old.wires:
+                self._drop(old)
+            if new is None:
+                del bundle_of[w]
+            else:
+                new.wires.add(w)
+                new.first = -1
+                bundle_of[w] = new
+                dirty.add(w)
 
     def _record_hops(self, tr: Transfer, now: float, head: int) -> None:
         route = tr.route
@@ -341,25 +506,25 @@ class FlowScheduler:
         self.solving = False
         now = self.engine.env._now
         self.solves += 1
-        seen_w: set[Wire] = set()
+        bundle_of = self.bundle_of
+        seen_b = {b for w in self.dirty if (b := bundle_of.get(w)) is not None}  # bundles of the component
+        self.dirty.clear()
+        stack = list(seen_b)
         flows: list[Flow] = []
         seen_f: set[Flow] = set()
-        stack = list(self.dirty)
-        self.dirty.clear()
-        on = self.on
+        get = bundle_of.__getitem__
         while stack:
-            w = stack.pop()
-            if w in seen_w:
-                continue
-            seen_w.add(w)
-            for f in on.get(w, ()):
+            for f in stack.pop().flows:
                 if f not in seen_f:
                     seen_f.add(f)
                     flows.append(f)
-                    stack.extend(f.wires)
+                    more = set(map(get, f.wires))
+                    more -= seen_b
+                    seen_b |= more
+                    stack.extend(more)
         if flows:
             flows.sort(key=_by_seq)
-            rates = max_min_rates([f.wires for f in flows], _Capacity, [f.cap for f in flows])
+            rates = _rates(flows, seen_b)
             heap = self.heap
             cut = self._cut
             for f, r in zip(flows, rates, strict=True):
@@ -384,10 +549,10 @@ class FlowScheduler:
         packets would, up to one piece's time.
         """
         due = self.tick_due
-        on = self.on
+        bundle_of = self.bundle_of
         for f in flows:
             last = f.wires[-1]
-            if len(on[last]) < 2 or f.done:
+            if len(bundle_of[last].flows) < 2 or f.done:
                 continue
             t = now + self.piece_bytes / f.rate
             if t < due.get(last, float("inf")) or due[last] <= now:
@@ -399,7 +564,8 @@ class FlowScheduler:
         if self.tick_due.get(last) != t:  # superseded by an earlier one
             return
         del self.tick_due[last]
-        if len(self.on.get(last, ())) >= 2:
+        b = self.bundle_of.get(last)
+        if b is not None and len(b.flows) >= 2:
             self.dirty.add(last)
             self._request_solve()
 
@@ -422,11 +588,7 @@ class FlowScheduler:
             if f.done or t_finish != f.t_finish:
                 continue
             f.done = True
-            for w in f.wires:
-                s = self.on[w]
-                s.discard(f)
-                if s:  # the flows left on it may speed up (a wire left empty has nothing to solve)
-                    self.dirty.add(w)
+            self._leave(f)  # the flows left on its wires may speed up
             self._cut(f, now, True)
         if self.dirty:
             self._request_solve()
@@ -483,6 +645,52 @@ def _noop(tr: Transfer, t: float) -> None:
 
 def _by_seq(f: Flow) -> int:
     return f.seq
+
+
+def _rates(flows: list[Flow], bundles: set[_Bundle]) -> list[float]:
+    """``max_min_rates([f.wires for f in flows], wire bandwidths, [f.cap for f in flows])`` (bytes/ns), float for
+    float, from the bundles the flows' wires are in (``bundles``: all of them) instead of wire by wire.
+
+    ``flows`` are sorted by ``seq``. A bundle is a group of :func:`_fill`: its flows in the order of ``flows``,
+    its bandwidth, and as its links' first appearances the positions of its wires in the route of its first
+    flow (a wire first appears in the first flow that crosses it, at its position there), as
+    ``index << 32 | position``. A flow whose route crosses a wire twice takes :func:`max_min_rates` itself.
+    """
+    for i, f in enumerate(flows):
+        if not f.info.simple:
+            return max_min_rates([f.wires for f in flows], _Capacity, [f.cap for f in flows])
+        f.index = i
+    order = list(bundles)
+    rem: list[float] = []
+    cnt: list[int] = []
+    users: list[list[int]] = []
+    of_flow: list[list[int]] = [[] for _ in flows]
+    heap: list[tuple[float, int, int, int, int, int]] = []
+    for g, b in enumerate(order):
+        ordered = b.ordered
+        if ordered is None:
+            ordered = b.ordered = sorted(b.flows, key=_by_seq)
+        us = [f.index for f in ordered]
+        for i in us:
+            of_flow[i].append(g)
+        cap = float(b.bw)
+        rem.append(cap)
+        cnt.append(len(us))
+        users.append(us)
+        if b.first < 0:
+            pos = list(map(ordered[0].info.pos.__getitem__, b.wires))
+            b.first = min(pos)
+            b.last = max(pos)
+        base = us[0] << 32
+        heap.append((cap / len(us), base | b.first, base | b.last, g, 0, len(b.wires)))
+    heap.sort()
+
+    def member_keys(g: int) -> list[int]:
+        b = order[g]
+        base = users[g][0] << 32
+        return sorted([base | p for p in map(b.ordered[0].info.pos.__getitem__, b.wires)])
+
+    return _fill(len(flows), [f.cap for f in flows], rem, cnt, users, of_flow, heap, member_keys)
 
 
 class _WireCapacity:
