@@ -2,7 +2,7 @@
 straightforward references.
 
 Flow fidelity's digests depend on every bit of every rate, so the grouped solver (:func:`max_min_rates`,
-``_fill``, ``_rates``) must give the floats that progressive filling with one lazy heap entry per link gives,
+``fill_groups``, ``_rates``) must give the floats that progressive filling with one lazy heap entry per link gives,
 in the same freezing order. ``per_link_rates`` below is that per-link solver, written out plainly; the tests
 compare bit for bit (``float.hex``) on instances built to tie (equal capacities, equal caps, shares like 10/3
 whose rounding makes a link's share drop by an ulp after a freeze). The scheduler's bundles (wires carrying
@@ -19,6 +19,7 @@ from heapq import heappop, heappush
 import pytest
 
 import kernbench.sim.flow as flow
+import kernbench.sim.maxmin as maxmin
 from kernbench.sim.flow import Flow, FlowScheduler, max_min_rates
 
 
@@ -137,8 +138,8 @@ def test_grouped_solver_gives_the_per_link_solvers_floats(monkeypatch):
     """Bit for bit, on 4,000 tie-heavy instances; the sample must include rounds whose share dropped below the
     entry's key and buckets split by an entry in between (else it would not test what makes grouping subtle)."""
     splits = []
-    real = flow.bisect_left
-    monkeypatch.setattr(flow, "bisect_left", lambda *a: splits.append(1) or real(*a))
+    real = maxmin.bisect_left
+    monkeypatch.setattr(maxmin, "bisect_left", lambda *a: splits.append(1) or real(*a))
     rng = random.Random(24)
     seen: dict[str, int] = {}
     for _ in range(4000):
