@@ -30,7 +30,13 @@ Workloads (``--workloads``, comma separated):
   trees ran and the sum of those points' own wall times (as each runner
   measured them) in each tree, and their ratio.
 
-Run: ``python benchmarks/bench_ab.py --base de8ada4 [--repeats 5] [--workloads allreduce16,gemm] [--studies]``.
+An exported tree builds its compiled add-ons in place first (kernbench-accel's
+calendar, ADR 0046), as this checkout's editable install has them; a tree
+whose add-on does not build runs on its pure-Python fallback, and the script
+says so. ``--pure-python`` runs both trees with ``KERNBENCH_ACCEL=0``.
+
+Run: ``python benchmarks/bench_ab.py --base de8ada4 [--repeats 5] [--workloads allreduce16,gemm] [--studies]
+[--head COMMIT] [--pure-python]``.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 from _output import add_output_options, output_path, write_result
@@ -147,6 +154,28 @@ def export_commit(commit: str, dest: Path) -> str:
     return full
 
 
+def build_addons(tree: Path) -> list[str]:
+    """Build the compiled add-ons of an exported ``tree`` (each ``packages/*`` with a ``setup.py``: kernbench-accel's
+    calendar) into a wheel with pip and put its extension modules beside their sources, as an editable install of
+    this checkout has them; returns the ones that did not build (that tree then runs on its pure-Python
+    fallback)."""
+    failed = []
+    for setup in sorted(tree.glob("packages/*/setup.py")):
+        wheels = setup.parent / "_wheel"
+        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
+                               str(wheels), str(setup.parent)], capture_output=True, text=True)
+        built = sorted(wheels.glob("*.whl")) if proc.returncode == 0 else []
+        if not built:
+            failed.append(setup.parent.name)
+            continue
+        with zipfile.ZipFile(built[0]) as whl:
+            for member in whl.namelist():
+                if member.endswith(".so") or member.endswith(".pyd"):
+                    (setup.parent / "src" / member).write_bytes(whl.read(member))
+        shutil.rmtree(wheels)
+    return failed
+
+
 def topology_in(tree: Path, name: str) -> Path:
     """The topology file ``name`` as ``tree`` sees it: its own copy, or this checkout's copied into its
     ``topologies`` folder (a topology added after the base commit), so each tree reads the ``ccl.yaml`` and
@@ -158,6 +187,10 @@ def topology_in(tree: Path, name: str) -> Path:
     return own
 
 
+#: Set by --pure-python: both trees run on the pure-Python calendar (KERNBENCH_ACCEL=0).
+PURE_PYTHON = False
+
+
 def run_once(tree: Path, script: str, env: dict[str, str]) -> tuple[float, float, object, dict | None, float | None]:
     """Run ``script`` in a fresh process on ``tree``: (workload wall s, process wall s, result, for the studies
     each point's own wall time by study and params, and the workload's CPU time of its own process, s)."""
@@ -165,6 +198,8 @@ def run_once(tree: Path, script: str, env: dict[str, str]) -> tuple[float, float
     if "KB_TOPOLOGY" in env:
         full_env["KB_TOPOLOGY"] = str(topology_in(tree, env["KB_TOPOLOGY"]))
     full_env.pop("PYTHONPATH", None)
+    if PURE_PYTHON:
+        full_env["KERNBENCH_ACCEL"] = "0"
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", script], env=full_env, cwd=tree, capture_output=True, text=True)
     process_wall = time.perf_counter() - t
@@ -182,8 +217,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workloads", default="allreduce16,gemm",
                     help=f"comma-separated, from {', '.join(workloads())} (default: allreduce16,gemm)")
     ap.add_argument("--studies", action="store_true", help="also time `kernbench study all --jobs 2` cold (minutes)")
+    ap.add_argument("--pure-python", action="store_true",
+                    help="run both trees on the pure-Python calendar (KERNBENCH_ACCEL=0): the fallback's speed")
     add_output_options(ap, "ab.json")
     args = ap.parse_args(argv)
+    global PURE_PYTHON
+    PURE_PYTHON = args.pure_python
     path = output_path(args, "ab.json")
     table = workloads()
     names = [w for w in args.workloads.split(",") if w]
@@ -202,8 +241,14 @@ def main(argv: list[str] | None = None) -> int:
         else:
             head_tree, head_id = ROOT, "working tree"
         trees = {"base": base_tree, "head": head_tree}
+        for side, tree in trees.items():
+            if tree != ROOT:
+                for name in build_addons(tree):
+                    print(f"{side}: {name} did not build; that tree runs on its pure-Python fallback", flush=True)
         out: dict[str, object] = {"command": "python benchmarks/bench_ab.py " + " ".join(sys.argv[1:]),
-                                  "base": base_id, "head": head_id, "repeats": args.repeats, "workloads": {}}
+                                  "base": base_id, "head": head_id, "repeats": args.repeats,
+                                  "calendar": "pure Python" if PURE_PYTHON else "compiled where built",
+                                  "workloads": {}}
         print(f"base {base_id[:12]}  head {head_id if not args.head else head_id[:12]}  repeats {args.repeats}",
               flush=True)
         for name in names:

@@ -558,4 +558,4 @@ class _WireCapacity:
 
 _Capacity = _WireCapacity()
 
-__all__ = ["FIDELITIES", "Flow", "FlowScheduler", "check_fidelity", "max_min_rates"]
+__all__ = ["FIDELITIES", "Flow", "FlowScheduler", "check_fidelity"]
