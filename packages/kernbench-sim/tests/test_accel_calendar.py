@@ -35,9 +35,11 @@ def _workload(engine: GraphEngine, seed: int, n: int) -> list:
     spec = engine.spec
     cubes, pes = spec.cubes_per_sip, spec.pes_per_cube
     requests = []
+    seen_events = engine.seen_events = []
     plan = sorted((rng.choice([0, 1, 2, 5, 7.25, 13.5, rng.uniform(0, 40)]), i) for i in range(n))
 
     def submit(_, i=None):
+        seen_events.append(engine.events)  # what Python code sees of the count, mid-run
         kind = rng.randrange(4)
         cube, pe = rng.randrange(cubes), rng.randrange(pes)
         addr = res.hbm_addr(0, rng.randrange(cubes), rng.randrange(pes), 4096 * rng.randrange(64))
@@ -58,6 +60,7 @@ def _observed(engine: GraphEngine, requests: list) -> dict:
         "wires": wires,
         "oplog": [repr(rec) for rec in engine.oplog.records],
         "events": engine.events,
+        "seen_events": list(getattr(engine, "seen_events", ())),
         "now": engine.now,
         "next_eid": next(engine.env._eid),
     }

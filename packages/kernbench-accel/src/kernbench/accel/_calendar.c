@@ -103,6 +103,10 @@ static Item heap_pop(Calendar *c) {
 }
 
 static int as_double(PyObject *o, double *out) {
+    if (!o) {
+        PyErr_SetString(PyExc_AttributeError, "kernbench.accel: a slot the hop reads is not set");
+        return -1;
+    }
     if (PyFloat_CheckExact(o)) { *out = PyFloat_AS_DOUBLE(o); return 0; }
     double v = PyFloat_AsDouble(o);
     if (v == -1.0 && PyErr_Occurred()) return -1;
@@ -119,6 +123,10 @@ static int set_float(PyObject *obj, Py_ssize_t off, double v) {
 
 static int add_int(PyObject *obj, Py_ssize_t off, long long d) {
     PyObject *cur = SLOT(obj, off);
+    if (!cur) {
+        PyErr_SetString(PyExc_AttributeError, "kernbench.accel: a counter the hop adds to is not set");
+        return -1;
+    }
     long long v = PyLong_AsLongLong(cur);
     if (v == -1 && PyErr_Occurred()) return -1;
     PyObject *n = PyLong_FromLongLong(v + d);
@@ -318,7 +326,12 @@ static int fast_hop(Calendar *c, PyObject *pkt, PyObject *now_obj) {
         as_double(SLOT(pkt, P_delta), &delta_in) < 0 || as_double(SLOT(wire, W_bw), &bw) < 0 ||
         as_double(SLOT(wire, W_max_wait_ns), &max_wait) < 0 || as_double(SLOT(wire, W_busy_ns), &busy) < 0)
         return -1;
-    long long nbytes = PyLong_AsLongLong(SLOT(pkt, P_nbytes));
+    PyObject *nbytes_o = SLOT(pkt, P_nbytes);
+    if (!nbytes_o || !PyLong_CheckExact(nbytes_o)) {
+        PyErr_SetString(PyExc_TypeError, "kernbench.accel: a packet's nbytes is not an int");
+        return -1;
+    }
+    long long nbytes = PyLong_AsLongLong(nbytes_o);
     if (nbytes == -1 && PyErr_Occurred()) return -1;
     double start, d_in;
     if (free > ready) {
@@ -405,13 +418,21 @@ static PyObject *Calendar_run(Calendar *c, PyObject *arg) {
                 if (done < 0) {
                     failed = 1;
                 } else if (!done) {
-                    PyObject *r = PyObject_CallOneArg(it.cb, it.val);
+                    if (pushed) {  /* Python code may read engine.events: it is exact before every call */
+                        if (flush_events(c, pushed) < 0) failed = 1;
+                        pushed = 0;
+                    }
+                    PyObject *r = failed ? NULL : PyObject_CallOneArg(it.cb, it.val);
                     if (!r) failed = 1;
                     else Py_DECREF(r);
                 }
             }
             Py_DECREF(it.tobj); Py_DECREF(it.cb); Py_DECREF(it.val);
         } else {
+            if (pushed) {
+                if (flush_events(c, pushed) < 0) { failed = 1; break; }
+                pushed = 0;
+            }
             PyObject *r = PyObject_CallNoArgs(c->step);
             if (!r) failed = 1;
             else Py_DECREF(r);
