@@ -13,6 +13,8 @@ import sys
 import types
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -87,18 +89,28 @@ class _Session:
     def install(self, *args: str, **kwargs) -> None:
         self.calls.append(("install", kwargs.get("silent")))
 
-    def run(self, *args: str, **kwargs) -> None:
+    def run(self, *args: str, **kwargs) -> str | None:
         self.calls.append(("run", " ".join(args)))
+        return "True" if "find_spec" in " ".join(args) else None  # the compiled add-on imports
+
+    def warn(self, text: str) -> None:
+        self.calls.append(("warn", text))
+
+    def error(self, text: str) -> None:
+        raise RuntimeError(text)
 
 
 def test_the_demo_says_what_it_does_before_each_step(monkeypatch):
+    monkeypatch.delenv("KERNBENCH_REQUIRE_ACCEL", raising=False)
     session = _Session()
     _noxfile(monkeypatch).demo(session)
     assert session.calls == [
         ("log", "demo 1/4: installing the 8 kernbench packages and their dependencies (numpy, simpy, matplotlib, ...) "
-                "into this session's virtual environment; the first time this can take a few minutes and prints "
-                "nothing until it is done"),
+                "into this session's virtual environment, and the compiled event calendar where a C compiler is "
+                "found; the first time this can take a few minutes and prints nothing until it is done"),
         ("install", True),  # the install itself stays quiet
+        ("install", True),  # and so does the compiled calendar's
+        ("run", "python -c import importlib.util as u; print(u.find_spec('kernbench.accel._calendar') is not None)"),
         ("log", "demo 2/4: compiling the default topology and writing its four diagrams to out/diagrams/"),
         ("run", "kernbench topology --diagrams out/diagrams"),
         ("log", "demo 3/4: running the probe (host and PE-DMA transfers against their formula, then its invariants)"),
@@ -108,3 +120,26 @@ def test_the_demo_says_what_it_does_before_each_step(monkeypatch):
         ("run", "kernbench run --bench matmul-composite --trace out/"),
         ("log", "next: kernbench list --params | kernbench run --bench gqa-headline | nox -s report"),
     ]
+
+
+class _NoCompilerSession(_Session):
+    """A machine where the compiled add-on does not build: its import check prints False."""
+
+    def run(self, *args: str, **kwargs) -> str | None:
+        super().run(*args, **kwargs)
+        return "False" if "find_spec" in " ".join(args) else None
+
+
+def test_the_demo_goes_on_with_a_warning_where_the_compiled_calendar_does_not_build(monkeypatch):
+    monkeypatch.delenv("KERNBENCH_REQUIRE_ACCEL", raising=False)
+    session = _NoCompilerSession()
+    _noxfile(monkeypatch).demo(session)
+    warnings = [text for kind, text in session.calls if kind == "warn"]
+    assert len(warnings) == 1 and "kernbench-accel did not build" in warnings[0] and "same results" in warnings[0]
+    assert ("run", "kernbench probe --strict") in session.calls  # the demo went on
+
+
+def test_ci_fails_where_the_compiled_calendar_does_not_build(monkeypatch):
+    monkeypatch.setenv("KERNBENCH_REQUIRE_ACCEL", "1")
+    with pytest.raises(RuntimeError, match="kernbench-accel did not build or import"):
+        _noxfile(monkeypatch).demo(_NoCompilerSession())
