@@ -96,6 +96,15 @@ def fill_groups(n: int, limits: Sequence[float | None], rem: list[float], cnt: l
     """
     rates = [0.0] * n
     frozen = [False] * n
+
+    def freeze(i: int, rate: float) -> None:
+        """Flow ``i`` gets ``rate``; every group it crosses loses that much capacity and one unfrozen flow."""
+        frozen[i] = True
+        rates[i] = rate
+        for g in of_flow[i]:
+            rem[g] -= rate
+            cnt[g] -= 1
+
     capped = sorted((c, i) for i, c in enumerate(limits) if c is not None)
     ncap = len(capped)
     ci = 0
@@ -132,32 +141,19 @@ def fill_groups(n: int, limits: Sequence[float | None], rem: list[float], cnt: l
             break
         if ci < ncap and (share is None or capped[ci][0] <= share):
             rate, i = capped[ci]
-            frozen[i] = True
-            rates[i] = rate
+            freeze(i, rate)
             left -= 1
-            for g in of_flow[i]:
-                rem[g] -= rate
-                cnt[g] -= 1
             continue
         if share is None:  # flows on no link and uncapped
-            inf = float("inf")
             for i in range(n):
                 if not frozen[i]:
-                    frozen[i] = True
-                    rates[i] = inf
+                    freeze(i, float("inf"))
                     left -= 1
-                    for g in of_flow[i]:
-                        rem[g] -= inf
-                        cnt[g] -= 1
             break
         for i in users[heappop(heap)[3]]:
             if not frozen[i]:
-                frozen[i] = True
-                rates[i] = share
+                freeze(i, share)
                 left -= 1
-                for g in of_flow[i]:
-                    rem[g] -= share
-                    cnt[g] -= 1
     return rates
 
 
