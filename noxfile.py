@@ -46,7 +46,8 @@ _spec.loader.exec_module(package_chain)
 PACKAGES = {name: package_chain.below(name) for name in package_chain.distributions()}
 #: The packages every install needs, in chain order; the add-ons (compiled, optional) come with _install_addons.
 CHAIN = list(package_chain.chain())
-#: Add-on -> the package whose extra brings it (kernbench-accel, the compiled event calendar, for kernbench-sim).
+#: Add-on -> the packages whose extras bring it (kernbench-accel, the compiled calendar and route search, for
+#: kernbench-sim and kernbench-topology).
 ADDONS = package_chain.addons()
 #: Set by .ci/run: an add-on that does not build fails the session instead of falling back to pure Python.
 REQUIRE_ACCEL = "KERNBENCH_REQUIRE_ACCEL"
@@ -96,8 +97,8 @@ def _install_addons(session: nox.Session, names: list[str], editable: bool = Fal
     on their pure-Python fallback with identical results, so the session goes on with a warning; with
     ``KERNBENCH_REQUIRE_ACCEL`` set (CI) it fails. Returns whether every wanted add-on is importable."""
     ok = True
-    for addon, host in ADDONS.items():
-        if addon not in names and host not in names:
+    for addon, hosts in ADDONS.items():
+        if addon not in names and not set(hosts) & set(names):
             continue
         session.install(*(["-e"] if editable else []), f"./packages/{addon}", success_codes=[0, 1, 2], silent=silent)
         found = session.run("python", "-c", f"import importlib.util as u; print(u.find_spec({_ADDON_MODULE[addon]!r}) "
@@ -113,7 +114,7 @@ def _install_addons(session: nox.Session, names: list[str], editable: bool = Fal
 
 
 #: The compiled module each add-on provides (what _install_addons checks after installing it).
-_ADDON_MODULE = {"kernbench-accel": "kernbench.accel._calendar"}
+_ADDON_MODULE = {"kernbench-accel": "kernbench.accel._calendar"}  # (its _routes is built with it)
 
 
 @nox.session
@@ -122,7 +123,7 @@ def tests(session: nox.Session, package: str) -> None:
     """Install one package (and only its declared siblings) and run its unit tests."""
     _install_tree(session, [*PACKAGES[package], package])
     if package in ADDONS and not _install_addons(session, [package]):
-        session.skip(f"{package} did not build here; its fallback is tested with {ADDONS[package]}")
+        session.skip(f"{package} did not build here; its fallback is tested with {', '.join(ADDONS[package])}")
     parallel = _parallel() if package in PARALLEL_PACKAGES else []
     session.run("pytest", f"packages/{package}/tests", "-q", "-m", "not slow", *parallel, *session.posargs)
 

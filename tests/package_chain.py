@@ -43,19 +43,19 @@ def _optional() -> dict[str, frozenset[str]]:
 
 
 @cache
-def addons() -> dict[str, str]:
-    """Add-on distribution -> the distribution whose optional extra brings it (``kernbench-accel`` ->
-    ``kernbench-sim``). An add-on depends on none of the project's distributions and none depends on it, except
-    through an extra: it stands beside the chain, below the package that may use it."""
+def addons() -> dict[str, tuple[str, ...]]:
+    """Add-on distribution -> the distributions whose optional extras bring it (``kernbench-accel`` ->
+    ``kernbench-sim``, ``kernbench-topology``). An add-on depends on none of the project's distributions and none
+    depends on it, except through an extra: it stands beside the chain, below every package that may use it."""
     direct, optional = _direct(), _optional()
-    out = {}
+    out: dict[str, set[str]] = {}
     for host, extras in optional.items():
         for name in extras:
             if direct[name] or any(name in deps for deps in direct.values()):
                 raise ValueError(f"{name} is an optional extra of {host} but is also in the chain: an add-on "
                                  f"depends on no kernbench distribution and is required by none")
-            out[name] = host
-    return out
+            out.setdefault(name, set()).add(host)
+    return {name: tuple(sorted(hosts)) for name, hosts in out.items()}
 
 
 @cache

@@ -1,7 +1,10 @@
-"""The compiled part of kernbench-accel: one C extension, built without fused multiply-add so that every floating
-point operation rounds as CPython's own float arithmetic does (the hop step must give bit-identical times)."""
+"""The compiled part of kernbench-accel: two C extensions (the event calendar, the route search), built without
+fused multiply-add so that every floating point operation rounds as CPython's own float arithmetic does (the hop
+and the search must give bit-identical times and distances)."""
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("kernbench.accel._calendar", ["src/kernbench/accel/_calendar.c"],
-                             extra_compile_args=["-O2", "-ffp-contract=off", "-fno-fast-math"])])
+FLAGS = ["-O2", "-ffp-contract=off", "-fno-fast-math"]
+
+setup(ext_modules=[Extension(f"kernbench.accel.{name}", [f"src/kernbench/accel/{name}.c"], extra_compile_args=FLAGS)
+                   for name in ("_calendar", "_routes")])

@@ -21,6 +21,7 @@ from kernbench.sim import ComponentRegistry, GraphEngine, MemoryReadMsg, MemoryW
 from kernbench.sim.accel import ENV, compiled_calendar
 from kernbench.sim.errors import ComponentError
 from kernbench.topology import AddressResolver
+from kernbench.topology import naming as nm
 
 if compiled_calendar(True) is None:
     if os.environ.get("KERNBENCH_REQUIRE_ACCEL"):
@@ -118,3 +119,26 @@ def test_the_environment_variable_picks_the_calendar(small_graph, test_impls, mo
     monkeypatch.setenv(ENV, "yes")
     with pytest.raises(ComponentError, match="KERNBENCH_ACCEL='yes' is not 0 or 1"):
         GraphEngine(small_graph, ComponentRegistry(test_impls))
+
+
+@pytest.mark.parametrize("nbytes", [0, 1, 255, 256, 257, 4095, 4096, 4097, 3 * 4096, 65536 + 300, -5])
+def test_the_compiled_cut_makes_the_same_packets(small_graph, test_impls, nbytes):
+    """kernbench-accel's split_packets gives the packets fabric.split_packets gives: every slot, same types."""
+    from kernbench.sim.accel import compiled_module
+    from kernbench.sim.fabric import Transfer, split_packets
+
+    engine = GraphEngine(small_graph, ComponentRegistry(test_impls), accel=True)
+    route = engine.route(engine.router.control_path(*_ends(engine)))
+    tr = Transfer(None, route, nbytes, "write", 0, None)
+    slots = ("transfer", "route", "hop", "index", "nbytes", "nflits", "offset", "delta", "t_head", "t_tail")
+    for packet_bytes, flit in ((4096, 256), (4096, 300), (1000, 64)):
+        want = split_packets(tr, packet_bytes, flit)
+        got = compiled_module(engine).split_packets(tr, packet_bytes, flit)
+        assert [type(p) for p in got] == [type(p) for p in want]
+        assert [[(getattr(p, s), type(getattr(p, s))) for s in slots] for p in got] == \
+            [[(getattr(p, s), type(getattr(p, s))) for s in slots] for p in want]
+
+
+def _ends(engine: GraphEngine) -> tuple[str, str]:
+    res = AddressResolver(engine.graph)
+    return nm.HOST, engine.resolve(res.hbm_addr(0, 1, 2), 64)

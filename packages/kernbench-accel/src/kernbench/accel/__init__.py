@@ -1,12 +1,15 @@
-"""kernbench.accel — an optional compiled event calendar for kernbench-sim's engine (same results, fewer ns).
+"""kernbench.accel — optional compiled parts of the engine and the router (same results, fewer ns).
 
-``kernbench.accel._calendar.Calendar`` holds the entries the engine schedules
-itself and runs the engine's loop, computing a data packet's hop past its
-first wire with the wire formula in C. ``kernbench-sim`` picks it up when
-this distribution is installed (``pip install "kernbench-sim[accel]"``) and
-falls back to its pure-Python calendar otherwise, with identical results
-(ADR 0046). Nothing here imports another kernbench package: the engine hands
-the calendar its fabric classes (``bind``).
+``kernbench.accel._calendar`` holds the engine's event calendar
+(``Calendar``: the entries the engine schedules itself, the engine's loop and
+every packet hop it does not trace), the cut of a transfer into packets
+(``split_packets``) and the HBM controller's per-burst write loop
+(``serve_write``). ``kernbench.accel._routes.settle`` is the route search's
+inner loop. ``kernbench-sim`` and ``kernbench-topology`` use them when this
+distribution is installed (``pip install "kernbench-sim[accel]"``) and fall
+back to their pure-Python code otherwise, with identical results (ADR 0046).
+Nothing here imports another kernbench package: the engine hands the
+calendar its fabric classes (``bind``).
 """
 
 from importlib import metadata as _metadata

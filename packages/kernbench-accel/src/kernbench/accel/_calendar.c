@@ -29,7 +29,7 @@ typedef struct {
 
 /* slot offsets of the fabric's classes, filled by bind() */
 static PyTypeObject *Packet_T, *Wire_T, *Route_T, *Transfer_T;
-static Py_ssize_t T_packets, T_ready;
+static Py_ssize_t T_packets, T_ready, T_nbytes, T_route, P_offset;
 static Py_ssize_t P_transfer, P_route, P_hop, P_index, P_nbytes, P_nflits, P_delta, P_t_head, P_t_tail;
 static Py_ssize_t W_bw, W_flit_ns, W_free_at, W_latency_ns, W_max_wait_ns, W_busy_ns, W_bytes, W_packets, W_messages;
 static Py_ssize_t R_wires, R_overheads, R_hops;
@@ -534,8 +534,11 @@ static PyObject *bind(PyObject *mod, PyObject *args) {
         slot_offset(W, "messages", &o[17]) || slot_offset(R, "wires", &o[18]) ||
         slot_offset(R, "overheads", &o[19]) || slot_offset(R, "hops", &o[20]) || slot_offset(T, "packets", &o[21]))
         return NULL;
-    Py_ssize_t ready;
-    if (slot_offset(T, "ready", &ready)) return NULL;
+    Py_ssize_t ready, t_nbytes, t_route, p_offset;
+    if (slot_offset(T, "ready", &ready) || slot_offset(T, "nbytes", &t_nbytes) || slot_offset(T, "route", &t_route) ||
+        slot_offset(P, "offset", &p_offset))
+        return NULL;
+    T_nbytes = t_nbytes; T_route = t_route; P_offset = p_offset;
     P_transfer = o[0]; P_route = o[1]; P_hop = o[2]; P_index = o[3]; P_nbytes = o[4]; P_nflits = o[5];
     P_delta = o[6]; P_t_head = o[7]; P_t_tail = o[8];
     W_bw = o[9]; W_flit_ns = o[10]; W_free_at = o[11]; W_latency_ns = o[12]; W_max_wait_ns = o[13];
@@ -617,8 +620,66 @@ static PyObject *serve_write(PyObject *mod, PyObject *const *args, Py_ssize_t na
     return PyFloat_FromDouble(done);
 }
 
+/* ------------------------------------------------------------------ cutting a transfer into packets */
+
+static int set_new(PyObject *obj, Py_ssize_t off, PyObject *value) {
+    if (!value) return -1;
+    Py_XSETREF(SLOT(obj, off), value);
+    return 0;
+}
+
+/*
+ * split_packets(transfer, packet_bytes, flit_bytes): kernbench.sim.fabric.split_packets, the same Packets with the
+ * same slots (what Packet.__init__ sets): packets of at most packet_bytes, the last one short, a control transfer
+ * (0 bytes) one empty packet.
+ */
+static PyObject *split_packets(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "split_packets(transfer, packet_bytes, flit_bytes)");
+        return NULL;
+    }
+    PyObject *tr = args[0];
+    if (!Packet_T || Py_TYPE(tr) != Transfer_T) {
+        PyErr_SetString(PyExc_TypeError, "split_packets: not a bound Transfer");
+        return NULL;
+    }
+    long long packet_bytes = PyLong_AsLongLong(args[1]), flit = PyLong_AsLongLong(args[2]);
+    if ((packet_bytes == -1 || flit == -1) && PyErr_Occurred()) return NULL;
+    PyObject *nbytes_o = SLOT(tr, T_nbytes), *route = SLOT(tr, T_route);
+    if (!nbytes_o || !route || !PyLong_CheckExact(nbytes_o) || packet_bytes <= 0 || flit <= 0) {
+        PyErr_SetString(PyExc_ValueError, "split_packets: a transfer needs an int nbytes, a route and positive sizes");
+        return NULL;
+    }
+    long long left = PyLong_AsLongLong(nbytes_o);
+    if (left == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t count = left < 0 ? 0 : left == 0 ? 1 : (Py_ssize_t)((left + packet_bytes - 1) / packet_bytes);
+    PyObject *out = PyList_New(count);
+    if (!out) return NULL;
+    long long offset = 0;
+    for (Py_ssize_t index = 0; index < count; index++) {
+        long long n = left > packet_bytes ? packet_bytes : left;
+        long long m = n ? (n + flit - 1) / flit : 0;
+        PyObject *p = Packet_T->tp_alloc(Packet_T, 0);
+        if (!p) { Py_DECREF(out); return NULL; }
+        PyList_SET_ITEM(out, index, p);
+        if (set_new(p, P_transfer, Py_NewRef(tr)) || set_new(p, P_route, Py_NewRef(route)) ||
+            set_new(p, P_hop, PyLong_FromLong(0)) || set_new(p, P_index, PyLong_FromSsize_t(index)) ||
+            set_new(p, P_nbytes, PyLong_FromLongLong(n)) || set_new(p, P_nflits, PyLong_FromLongLong(m)) ||
+            set_new(p, P_offset, PyLong_FromLongLong(offset)) || set_new(p, P_delta, PyFloat_FromDouble(0.0)) ||
+            set_new(p, P_t_head, PyFloat_FromDouble(0.0)) || set_new(p, P_t_tail, PyFloat_FromDouble(0.0))) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        offset += n;
+        left -= n;
+    }
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
     {"bind", bind, METH_VARARGS, "bind(Packet, Wire, Route, Transfer): the fabric classes whose slots the hop step reads."},
+    {"split_packets", (PyCFunction)(void (*)(void))split_packets, METH_FASTCALL,
+     "split_packets(transfer, packet_bytes, flit_bytes): kernbench.sim.fabric.split_packets, in C."},
     {"serve_write", (PyCFunction)(void (*)(void))serve_write, METH_FASTCALL,
      "serve_write(free, addr, off, n, pkt_offset, burst, ns_per_byte, a0, delta, t_last, flit, last_flit, done): "
      "the HBM controller's per-burst write service of one contiguous piece; returns the latest finish."},

@@ -18,9 +18,7 @@ from types import ModuleType
 
 from kernbench.sim.errors import ComponentError
 from kernbench.sim.fabric import Packet, Route, Transfer, Wire
-
-#: The environment variable that turns the compiled calendar off (``0``) or on when installed (``1``, the default).
-ENV = "KERNBENCH_ACCEL"
+from kernbench.topology.accel import ENV  # one switch for every compiled part
 
 
 def _wanted(accel: bool | None) -> bool:

@@ -29,7 +29,7 @@ from simpy.core import EmptySchedule, StopSimulation
 from simpy.events import NORMAL, URGENT, Event
 
 from kernbench.sim import limits as budget
-from kernbench.sim.accel import compiled_calendar
+from kernbench.sim.accel import compiled_calendar, compiled_module
 from kernbench.sim.collector import RunCollector, keep_graph
 from kernbench.sim.component import ComponentRegistry
 from kernbench.sim.errors import ComponentError, MessageError, SimulationLimitError
@@ -111,6 +111,8 @@ class GraphEngine:
         else:
             self._cal: list[tuple[float, int, int, Callable, object]] = []
             self._push = partial(heappush, self._cal)
+        compiled = compiled_module(self)  # the same packets, cut in C on the compiled calendar
+        self._split = compiled.split_packets if compiled is not None else split_packets
         self.fidelity = check_fidelity(fidelity)
         self.flows: FlowScheduler | None = None
         if fidelity == "flow":  # the flow scheduler's send and send_control replace the packet path's
@@ -284,7 +286,7 @@ class GraphEngine:
         """Start a payload along ``route``; its first packet enters the first wire at ``t_start``."""
         tr = Transfer(request, route, nbytes, kind, addr, on_done)
         tr.read_nbytes = read_nbytes
-        tr.packets = split_packets(tr, self.packet_bytes, self.flit_bytes)
+        tr.packets = self._split(tr, self.packet_bytes, self.flit_bytes)
         tr.ready = ready
         first = tr.packets[0]
         if ready is not None:
@@ -401,7 +403,7 @@ class GraphEngine:
             t0 += route.overheads[0]
         tr = Transfer(request, route, 0, "control", 0, _noop)
         tr.payload = payload
-        tr.packets = split_packets(tr, self.packet_bytes, self.flit_bytes)
+        tr.packets = self._split(tr, self.packet_bytes, self.flit_bytes)
         self._at(t0, tr.packets[0], self._on_hop)
         return tr
 

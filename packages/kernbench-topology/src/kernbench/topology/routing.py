@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterable
 from itertools import pairwise
 
 from kernbench.topology import naming as nm
+from kernbench.topology.accel import compiled_settle
 from kernbench.topology.errors import RoutingError
 from kernbench.topology.graph import TopologyGraph
 
@@ -419,9 +420,14 @@ class _Search:
         self.left_sip = self.origin[0] is None or frames is None
 
     def settle(self, goal: str) -> None:
-        """Run the search until ``goal`` is settled (or every node it may reach is)."""
+        """Run the search until ``goal`` is settled (or every node it may reach is); in C when kernbench-accel is
+        installed (:func:`kernbench.topology.accel.compiled_settle`: the same steps)."""
         done = self.done
         if goal in done:
+            return
+        fast = compiled_settle()
+        if fast is not None:
+            fast(self, goal)
             return
         heap, dist, prev, adj = self.heap, self.dist, self.prev, self.adj
         pop, push, inf, get = heapq.heappop, heapq.heappush, float("inf"), dist.get
