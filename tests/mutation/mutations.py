@@ -208,10 +208,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "topology-dijkstra-tie-break",
         f"{TOPOLOGY}/routing.py",
-        'if nd < dist.get(nb, float("inf")):',
-        'if nd <= dist.get(nb, float("inf")):',
+        "if nd < get(nb, inf):",
+        "if nd <= get(nb, inf):",
         "Dijkstra lets a later equal-length path replace the first one, so ties no longer follow edge order",
-        (f"{TOPOLOGY_TESTS}/test_routing.py",),
+        (f"{TOPOLOGY_TESTS}/test_routing.py", f"{TOPOLOGY_TESTS}/test_routing_search.py"),
     ),
     # ------------------------------------------------------------------ sim
     Mutation(
