@@ -12,14 +12,25 @@ from types import ModuleType
 import pytest
 
 
-@pytest.fixture(scope="session")
-def synthetic() -> ModuleType:
-    """The ``studies_synthetic`` helper module (made-up study results for the figure and report tests), loaded by
-    path because the tests are imported with ``--import-mode=importlib``."""
-    spec = importlib.util.spec_from_file_location("studies_synthetic", Path(__file__).with_name("studies_synthetic.py"))
+def _helper(name: str) -> ModuleType:
+    """A helper module of this folder, loaded by path because the tests are imported with
+    ``--import-mode=importlib``."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.fixture(scope="session")
+def synthetic() -> ModuleType:
+    """The ``studies_synthetic`` helper module: made-up study results for the figure and report tests."""
+    return _helper("studies_synthetic")
+
+
+@pytest.fixture(scope="session")
+def fc() -> ModuleType:
+    """The ``figure_checks`` helper module: the layout checks every report figure must pass."""
+    return _helper("figure_checks")
 
 
 @pytest.fixture(scope="session")

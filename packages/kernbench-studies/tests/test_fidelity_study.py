@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import csv
 import hashlib
-import importlib.util
 import io
 import json
 import re
@@ -44,16 +43,6 @@ from kernbench.studies.runner import DEFAULT_OUT_FLOW, RunOptions, execute_point
 ROOT = Path(__file__).resolve().parents[3]
 TOPOLOGIES = ROOT / "topologies"
 BUILTIN = ("gemm", "allreduce", "gqa", "moe")
-
-
-def _checks():
-    spec = importlib.util.spec_from_file_location("figure_checks", Path(__file__).with_name("figure_checks.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-fc = _checks()
 
 
 @pytest.fixture(scope="module")
@@ -310,7 +299,7 @@ def test_the_summary_and_the_classes(docs):
 # ------------------------------------------------------------------ the figure
 
 
-def test_the_figure_draws_one_marker_per_point_by_study(docs):
+def test_the_figure_draws_one_marker_per_point_by_study(docs, fc):
     fig = styled(fig_fidelity.draw_speed_error, docs)
     try:
         ax = fig.axes[0]

@@ -10,7 +10,6 @@ claims, and check the least-squares fits against numpy's own.
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -45,15 +44,6 @@ from kernbench.studies.results import select
 ROOT = Path(__file__).resolve().parents[3]
 TOPOLOGY_DIR = ROOT / "topologies"
 
-
-def _checks():
-    spec = importlib.util.spec_from_file_location("figure_checks", Path(__file__).with_name("figure_checks.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-fc = _checks()
 
 # ------------------------------------------------------------------ the synthetic document
 
@@ -399,7 +389,7 @@ def test_the_report_builds_the_section_from_all_four_studies(doc, synthetic, tmp
 
 
 @pytest.mark.parametrize("spec", figs.FIGURES, ids=lambda s: s.name)
-def test_every_figure_draws_from_the_results_and_passes_the_layout_checks(doc, spec):
+def test_every_figure_draws_from_the_results_and_passes_the_layout_checks(doc, spec, fc):
     fig = styled(spec.draw, doc, TOPOLOGY_DIR) if spec.topologies else styled(spec.draw, doc)
     assert fc.all_problems(fig, spec.width) == []
 

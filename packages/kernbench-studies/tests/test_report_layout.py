@@ -8,7 +8,6 @@ that stops looking fails here too.
 from __future__ import annotations
 
 import csv
-import importlib.util
 import io
 import json
 import re
@@ -31,16 +30,6 @@ ROOT = Path(__file__).resolve().parents[3]
 TOPOLOGIES = ROOT / "topologies"
 REPORT = build.PACKAGED_SOURCE
 STUDIES = ("gemm", "allreduce", "gqa", "moe")
-
-
-def _checks():
-    spec = importlib.util.spec_from_file_location("figure_checks", Path(__file__).with_name("figure_checks.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-fc = _checks()
 
 
 # ------------------------------------------------------------------ overfull boxes
@@ -169,7 +158,7 @@ def _docs(synthetic) -> list[tuple[str, dict | None]]:
     return out
 
 
-def test_every_figure_passes_the_layout_checks(synthetic):
+def test_every_figure_passes_the_layout_checks(synthetic, fc):
     problems = []
     for where, doc in _docs(synthetic):
         specs = figures_of(None) if doc is None else figures_of(doc["study"])
@@ -185,7 +174,7 @@ def test_every_figure_passes_the_layout_checks(synthetic):
     assert problems == []
 
 
-def test_the_checks_catch_what_they_look_for():
+def test_the_checks_catch_what_they_look_for(fc):
     fig, ax = styled(new_figure, 4, 3)
     ax.plot([1, 2, 3], [1, 2, 3], "o-", label="a")
     ax.plot([1, 2, 3], [1, 2, 3], "o-", label="b")  # exactly on a: hidden
@@ -204,7 +193,7 @@ def test_the_checks_catch_what_they_look_for():
         plt.close(fig)
 
 
-def test_log_axes_label_several_ticks_even_within_a_decade():
+def test_log_axes_label_several_ticks_even_within_a_decade(fc):
     from kernbench.studies.figures.common import log_ticks
 
     fig, ax = styled(new_figure, 4, 3)

@@ -455,24 +455,11 @@ static PyObject *Calendar_run(Calendar *c, PyObject *arg) {
 
 static Py_ssize_t Calendar_len(Calendar *c) { return c->size; }
 
-static PyObject *Calendar_entries(Calendar *c, PyObject *Py_UNUSED(ignored)) {
-    PyObject *out = PyList_New(c->size);
-    if (!out) return NULL;
-    for (Py_ssize_t i = 0; i < c->size; i++) {
-        Item *it = &c->heap[i];
-        PyObject *e = Py_BuildValue("(OLLOO)", it->tobj, it->prio, it->eid, it->cb, it->val);
-        if (!e) { Py_DECREF(out); return NULL; }
-        PyList_SET_ITEM(out, i, e);
-    }
-    return out;
-}
-
 static PyObject *Calendar_get_hops_run(Calendar *c, void *closure) { return PyLong_FromLongLong(c->hops_run); }
 
 static PyMethodDef Calendar_methods[] = {
     {"push", (PyCFunction)Calendar_push, METH_O, "push(entry): schedule (t, priority, event id, callback, value)."},
     {"run", (PyCFunction)Calendar_run, METH_O, "run(n): take n steps of the engine's loop."},
-    {"entries", (PyCFunction)Calendar_entries, METH_NOARGS, "The pending entries, in heap order."},
     {NULL, NULL, 0, NULL},
 };
 
