@@ -115,18 +115,30 @@ _RE = re.compile(r"^sip(\d+)\.(?:cube(\d+)\.(?:pe(\d+)\.)?|io\d+\.)?(.+)$")
 _HBM = re.compile(r"^hbm_ctrl\.pe(\d+)$")
 
 
+def _parse(node_id: str) -> tuple[int | None, int | None, int | None, str]:
+    """``(sip, cube, pe, unit)`` of an id, the levels it is above None (the one parser of ids)."""
+    m = _RE.match(node_id)
+    if not m:
+        return None, None, None, node_id
+    sip, cube, pe, unit = m.groups()
+    pe_id = int(pe) if pe is not None else None
+    if unit.startswith("hbm_ctrl."):
+        h = _HBM.match(unit)
+        if h:
+            pe_id = int(h.group(1))
+    return int(sip), int(cube) if cube is not None else None, pe_id, unit
+
+
 @lru_cache(maxsize=65536)
 def locate(node_id: str) -> NodeLocation:
     """Parse an id into its hierarchy location (memoised)."""
-    m = _RE.match(node_id)
-    if not m:
-        return NodeLocation(None, None, None, node_id)
-    sip, cube, pe, unit = m.groups()
-    pe_id = int(pe) if pe is not None else None
-    h = _HBM.match(unit)
-    if h:
-        pe_id = int(h.group(1))
-    return NodeLocation(int(sip), int(cube) if cube is not None else None, pe_id, unit)
+    return NodeLocation(*_parse(node_id))
+
+
+def coordinates(node_id: str) -> tuple[int | None, int | None, int | None]:
+    """``(sip, cube, pe)`` of an id, as :func:`locate` gives them, without memoising (for a pass over every node
+    of a graph, which a memo would only fill)."""
+    return _parse(node_id)[:3]
 
 
 def same_cube(a: str, b: str) -> bool:

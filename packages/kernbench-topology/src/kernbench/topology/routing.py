@@ -79,7 +79,8 @@ class PathRouter:
     SIP instead (:meth:`_translate`)."""
 
     __slots__ = ("_adj", "_area_keys", "_areas", "_cube_keys", "_cube_of", "_dead_ends", "_frames", "_graph",
-                 "_paths", "_rows", "_shapes", "_sips", "_trees", "_verified", "reused", "searched")
+                 "_paths", "_row_ids", "_rows", "_shape_rows", "_shapes", "_sips", "_trees", "_verified", "reused",
+                 "searched")
 
     def __init__(self, graph: TopologyGraph) -> None:
         self._graph = graph
@@ -97,6 +98,10 @@ class PathRouter:
         self._shapes: dict[tuple, tuple] = {}
         self._rows: dict[tuple[int, int | None], dict[str, tuple | None]] = {}  # frame -> relative node -> _row
         self._verified: dict[tuple, set[str]] = {}  # (frame, frame) -> relative nodes with equal in-frame rows
+        # shape key -> (its settled nodes' relative names, their rows in the shape's frame, whether the guard holds
+        # there), made on the shape's first reuse (_translate's fast test)
+        self._shape_rows: dict[tuple, tuple[tuple[str, ...], frozenset[str], tuple, bool]] = {}
+        self._row_ids: dict[tuple, tuple] = {}  # row -> the one equal row object every frame's table holds
         self.reused = 0  # paths translated from a congruent cube or SIP
         self.searched = 0  # paths found by a search
 
@@ -150,22 +155,36 @@ class PathRouter:
     def _cube_index(self) -> dict[str, tuple[int, int, int | None]]:
         """Node id -> (sip, cube, pe or None) for every node inside a cube (built once)."""
         if self._cube_of is None:
-            out = {}
+            # One tuple object per distinct value, shared by the nodes that have it: a 16-SIP tray has 26,000
+            # nodes but only a few thousand PEs, cubes and SIPs, and the collector walks every tuple kept.
+            out: dict[str, tuple[int, int, int | None]] = {}
+            keys: dict[str, tuple[tuple[int, int | None], tuple[int, int, int] | None]] = {}
+            areas: dict[str, tuple[tuple[int, int | None], None]] = {}
             frames = self._frames
+            shared: dict[tuple, tuple] = {}
+            coordinates = nm.coordinates
             for n in self._graph.nodes:
-                loc = nm.locate(n)
-                frames[n] = (loc.sip, loc.cube)
-                if loc.cube is not None:
-                    out[n] = (loc.sip, loc.cube, loc.pe)
+                sip, cube, pe = coordinates(n)
+                at = shared.get((sip, cube, pe))
+                if at is None:
+                    frame = shared.setdefault((sip, cube), (sip, cube))
+                    # the search's area test, node -> (area, PE or None): a cube node's area is (sip, cube) and
+                    # its PE is (sip, cube, pe) inside a PE; a node of a SIP outside its cubes has area
+                    # (sip, None); tray nodes have none and are always searched. The area key drops the PE part
+                    # (searches between nodes outside cubes).
+                    cell = (sip, cube, pe)
+                    key = (frame, cell if pe is not None else None) if cube is not None else (frame, None)
+                    area = shared.setdefault((frame, None), (frame, None))
+                    at = shared[(sip, cube, pe)] = (frame, cell, key, area)
+                frame, cell, key, area = at
+                frames[n] = frame
+                if cube is not None:
+                    out[n] = cell
+                    keys[n] = key
+                    areas[n] = area
+                elif sip is not None:
+                    keys[n] = areas[n] = area
             self._cube_of = out
-            # the search's area test, node -> (area, PE or None): a cube node's area is (sip, cube) and its PE is
-            # (sip, cube, pe) inside a PE; a node of a SIP outside its cubes has area (sip, None); tray nodes have
-            # none and are always searched. _area_keys drops the PE part (searches between nodes outside cubes).
-            keys = {n: ((c[0], c[1]), c if c[2] is not None else None) for n, c in out.items()}
-            areas = {n: (k[0], None) for n, k in keys.items()}
-            for n, f in frames.items():
-                if f[0] is not None and f[1] is None:
-                    keys[n] = areas[n] = ((f[0], None), None)
             self._cube_keys, self._area_keys = keys, areas
             self._sips = frozenset(f[0] for f in frames.values() if f[0] is not None)
             self._dead_ends = self._find_dead_ends()
@@ -323,10 +342,13 @@ class PathRouter:
                 continue
             head = _prefix(frame)
             n = len(head) + 1
-            shape = self._shapes.get((adj, level, src[n:], dst[n:]))
+            shape_key = (adj, level, src[n:], dst[n:])
+            shape = self._shapes.get(shape_key)
             if shape is None:
                 continue
             origin, goal = shape[0], shape[2]
+            if self._congruent(frame, shape, self._shape_rows.get(shape_key) or self._first_reuse(shape_key, shape)):
+                return tuple(f"{head}.{p}" for p in shape[1]), goal
             same = self._verified.get((origin, frame))
             if same is None:
                 same = self._verified[(origin, frame)] = set()
@@ -343,6 +365,33 @@ class PathRouter:
             else:
                 return tuple(f"{head}.{p}" for p in shape[1]), goal
         return None
+
+    def _first_reuse(self, shape_key: tuple, shape: tuple) -> tuple[tuple[str, ...], frozenset[str], tuple, bool]:
+        """A shape's settled nodes (relative names, as a tuple and a set), their rows in the shape's own frame and
+        whether the guard holds for every one of them there; kept for :meth:`_congruent`."""
+        origin, goal = shape[0], shape[2]
+        rels = tuple(rel for rel, _ in shape[3])
+        rows = tuple(self._row(origin, rel) for rel in rels)
+        safe = all(row is not None and (row[1] is None or d + row[1] > goal)
+                   for row, (_, d) in zip(rows, shape[3], strict=True))
+        got = self._shape_rows[shape_key] = (rels, frozenset(rels), rows, safe)
+        return got
+
+    def _congruent(self, frame: tuple[int, int | None], shape: tuple, shape_rows: tuple) -> bool:
+        """The fast test of :meth:`_translate`: every node the shape's search settled has in ``frame`` exactly the
+        row it has in the shape's frame (in-frame out-edges and the smallest weight leaving the frame), and the
+        guard held for all of them there, so it holds here too. When this is False the per-node test decides."""
+        rels, wanted, origin_rows, safe = shape_rows
+        if not safe:
+            return False
+        rows = self._rows.get(frame)
+        if rows is None:
+            rows = self._rows[frame] = {}
+        if not rows.keys() >= wanted:
+            for rel in wanted - rows.keys():
+                self._row(frame, rel)
+        # rows are kept as one object per distinct row (_row), so equal rows compare by identity
+        return tuple(map(rows.__getitem__, rels)) == origin_rows
 
     def _row(self, frame: tuple[int, int | None], rel: str) -> tuple[tuple, float | None] | None:
         """One node of a cube or SIP by its name relative to it: its out-edges inside the frame, in order, as
@@ -365,6 +414,7 @@ class PathRouter:
                 frames = self._frames
                 ws = [e.routing_weight_mm for e in edges if not e.dst.startswith(head) and frames[e.dst][1] is None]
                 got = (inside, min(ws) if ws else None)
+                got = self._row_ids.setdefault(got, got)
             rows[rel] = got
         return got
 
