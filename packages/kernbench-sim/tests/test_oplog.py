@@ -51,3 +51,48 @@ def test_slices_of_the_records_are_the_records_one_by_one():
                slice(1, 100)):
         assert recs[sl] == one_by_one[sl], sl
     assert recs[1:3][1].params == {"i": 2, "n": 20}
+
+
+def _shuffled_log() -> OpLog:
+    log = OpLog()
+    names = ("dma_read", "gemm", "ipcq_send", "dispatch")
+    for i, t in enumerate((5.0, 1.0, 3.0, 3.0, 0.0, 7.0, 2.0, 6.0, 4.0)):  # out of order, with a tie
+        log.record(t, t + 0.25 * i, f"sip0.cube0.pe{i % 3}.pe_dma", "memory", names[i % 4], {"i": i})
+    return log
+
+
+def test_since_is_the_slice_of_the_records_without_making_them():
+    """``records.since(k)`` is ``records[k:]`` as a view: the same records in the same (sorted) order, its length,
+    its indexing from either end, its own slices and ``since`` of it; past the end it is empty."""
+    log = _shuffled_log()
+    recs = log.records
+    everything = list(recs)
+    for k in (0, 1, 4, 8, 9, 20):
+        view = recs.since(k)
+        assert list(view) == everything[k:] and len(view) == len(everything[k:])
+        assert view[1:3] == everything[k:][1:3] and view[::2] == everything[k:][::2]
+        if len(view):
+            assert view[0] == everything[k] and view[-1] == everything[-1]
+        assert list(view.since(2)) == everything[k + 2:]
+    import pytest
+
+    with pytest.raises(IndexError):
+        recs.since(8)[1]
+
+
+def test_timings_are_the_records_times_and_sites_in_order():
+    log = _shuffled_log()
+    want = [(r.t_start, r.t_end, (r.component_id, r.op_kind, r.op_name)) for r in log.records]
+    assert list(log.records.timings()) == want
+    assert list(log.records.since(3).timings()) == want[3:]
+
+
+def test_named_keeps_the_order_and_the_parameters_of_the_records_it_picks():
+    log = _shuffled_log()
+    everything = list(log.records)
+    assert log.records.named("ipcq_send", "dispatch") == [r for r in everything
+                                                          if r.op_name in ("ipcq_send", "dispatch")]
+    assert log.records.since(4).named("gemm") == [r for r in everything[4:] if r.op_name == "gemm"]
+    assert [r.params["i"] for r in log.records.named("gemm")] == [r.params["i"] for r in everything
+                                                                   if r.op_name == "gemm"]
+    assert log.records.named("no such op") == []

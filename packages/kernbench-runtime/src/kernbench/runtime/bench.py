@@ -232,12 +232,13 @@ class _Usage:
     def __init__(self) -> None:
         self.occupancy, self.lo, self.hi, self.count = 0, math.inf, -math.inf, 0
 
-    def add(self, r) -> None:
-        self.occupancy += r.t_end - r.t_start
-        if r.t_start < self.lo:
-            self.lo = r.t_start
-        if r.t_end > self.hi:
-            self.hi = r.t_end
+    def add(self, t_start: float, t_end: float) -> None:
+        """Count one record running from ``t_start`` to ``t_end`` (ns)."""
+        self.occupancy += t_end - t_start
+        if t_start < self.lo:
+            self.lo = t_start
+        if t_end > self.hi:
+            self.hi = t_end
         self.count += 1
 
     def to_json(self) -> dict:
@@ -275,6 +276,22 @@ class BenchResult:
                 "events": self.events, "metrics": self.metrics, "params": self.params}
 
 
+def _plan(site: tuple[str, str, str], engines: dict[str, _Usage],
+          stages_of: dict[str, list[tuple[tuple[str, ...] | None, _Usage]]]
+          ) -> tuple[bool, _Usage | None, tuple[_Usage, ...], str | None]:
+    """What one op-log site counts towards in :func:`summarize`: whether it is an IPCQ copy, its engine's usage
+    (None when it counts towards none: another block, or a PE_CPU op other than ``kernel``), the stages it feeds
+    and, for a kernel, its PE."""
+    component, _, op = site
+    copy = op == "ipcq_copy"
+    unit = nm.unit_of(component)
+    usage = engines.get(unit)
+    if usage is None or (unit == "pe_cpu" and op != "kernel"):
+        return copy, None, (), None
+    counted = tuple(stage for names, stage in stages_of[unit] if names is None or op in names)
+    return copy, usage, counted, nm.pe_of(component) if unit == "pe_cpu" else None
+
+
 def summarize(name: str, device: int, records: Sequence) -> BenchResult:
     """Turn an op log into the bench summary (latency = last op end − first op start), in one pass that keeps
     no record (an op log of millions of records is summarised in constant memory)."""
@@ -286,25 +303,27 @@ def summarize(name: str, device: int, records: Sequence) -> BenchResult:
     everything = _Usage()
     ipcq_copies = 0
     starts: dict[str, float] = {}
-    units: dict[str, str] = {}  # component id -> unit (a log names few components, many times each)
-    for r in records:
-        everything.add(r)
-        op = r.op_name
-        if op == "ipcq_copy":
+    # site (component id, op kind, op name) -> what a record there counts towards (_plan): a log names few sites,
+    # many times each
+    plans: dict[tuple[str, str, str], tuple[bool, _Usage | None, tuple[_Usage, ...], str | None]] = {}
+    timings = getattr(records, "timings", None)
+    rows = timings() if timings is not None else ((r.t_start, r.t_end, (r.component_id, r.op_kind, r.op_name))
+                                                  for r in records)
+    for t0, t1, site in rows:
+        everything.add(t0, t1)
+        plan = plans.get(site)
+        if plan is None:
+            plan = plans[site] = _plan(site, engines, stages_of)
+        copy, usage, counted, pe = plan
+        if copy:
             ipcq_copies += 1
-        cid = r.component_id
-        unit = units.get(cid)
-        if unit is None:
-            unit = units[cid] = nm.unit_of(cid)
-        usage = engines.get(unit)
-        if usage is None or (unit == "pe_cpu" and op != "kernel"):
+        if usage is None:
             continue
-        usage.add(r)
-        if unit == "pe_cpu":
-            starts[nm.pe_of(r.component_id)] = r.t_start
-        for names, stage in stages_of[unit]:
-            if names is None or op in names:
-                stage.add(r)
+        usage.add(t0, t1)
+        if pe is not None:
+            starts[pe] = t0
+        for stage in counted:
+            stage.add(t0, t1)
     stage_json = {k: u.to_json() for k, u in stages.items()}
     op_counts = {"gemm": engines["pe_gemm"].count, "math": engines["pe_math"].count,
                  "dma_read": stage_json["DMA_READ"]["count"], "dma_write": stage_json["DMA_WRITE"]["count"],

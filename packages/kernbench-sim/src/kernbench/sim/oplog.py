@@ -104,6 +104,23 @@ class OpLog:
             # a record's names and values come from one dict (record), so they have the same length
             yield OpRecord(t0[i], t1[i], c, k, name, dict(zip(names[keys[i]], vals[i])))  # noqa: B905
 
+    def iter_timings(self, n: int, start: int = 0) -> Iterator[tuple[float, float, tuple[str, str, str]]]:
+        """``(t_start, t_end, (component_id, op_kind, op_name))`` of records ``start`` to ``n - 1`` in the log's
+        current order, without their parameters (a summary's pass: no record object is made)."""
+        return zip(self._t0[start:n], self._t1[start:n], map(self._site_of.__getitem__, self._site[start:n]),
+                   strict=True)
+
+    def iter_named(self, names: frozenset[str], n: int, start: int = 0) -> Iterator[OpRecord]:
+        """The records ``start`` to ``n - 1`` whose op name is in ``names``, in the log's current order, made one by
+        one (the others are skipped without being made)."""
+        wanted = {sid for sid, site in enumerate(self._site_of) if site[2] in names}
+        if not wanted:
+            return
+        site = self._site
+        for i in range(start, n):
+            if site[i] in wanted:
+                yield self.record_at(i)
+
     @property
     def records(self) -> OpRecords:
         """All records in ``t_start`` order (insertion order among equal starts), as a read-only sequence whose
@@ -122,15 +139,15 @@ class OpLog:
 
 
 class OpRecords(Sequence):
-    """A read-only view of the first ``n`` records of an :class:`OpLog` in its sorted order."""
+    """A read-only view of records ``start`` to ``n - 1`` of an :class:`OpLog` in its sorted order."""
 
-    __slots__ = ("_log", "_n")
+    __slots__ = ("_log", "_n", "_start")
 
-    def __init__(self, log: OpLog, n: int) -> None:
-        self._log, self._n = log, n
+    def __init__(self, log: OpLog, n: int, start: int = 0) -> None:
+        self._log, self._n, self._start = log, n, start
 
     def __len__(self) -> int:
-        return self._n
+        return self._n - self._start
 
     @overload
     def __getitem__(self, i: int) -> OpRecord: ...
@@ -139,19 +156,33 @@ class OpRecords(Sequence):
     def __getitem__(self, i: slice) -> list[OpRecord]: ...
 
     def __getitem__(self, i: int | slice) -> OpRecord | list[OpRecord]:
+        base, size = self._start, self._n - self._start
         if isinstance(i, slice):
-            start, stop, step = i.indices(self._n)
+            start, stop, step = i.indices(size)
             if step == 1:
-                return list(self._log.iter_records(stop, start)) if stop > start else []
-            return [self._log.record_at(k) for k in range(start, stop, step)]
+                return list(self._log.iter_records(base + stop, base + start)) if stop > start else []
+            return [self._log.record_at(base + k) for k in range(start, stop, step)]
         if i < 0:
-            i += self._n
-        if not 0 <= i < self._n:
+            i += size
+        if not 0 <= i < size:
             raise IndexError("op record index out of range")
-        return self._log.record_at(i)
+        return self._log.record_at(base + i)
 
     def __iter__(self) -> Iterator[OpRecord]:
-        return self._log.iter_records(self._n)
+        return self._log.iter_records(self._n, self._start)
+
+    def since(self, start: int) -> OpRecords:
+        """The view of this one's records from position ``start`` on (``records[start:]`` without making them)."""
+        return OpRecords(self._log, self._n, self._start + min(max(start, 0), len(self)))
+
+    def timings(self) -> Iterator[tuple[float, float, tuple[str, str, str]]]:
+        """``(t_start, t_end, (component_id, op_kind, op_name))`` of every record in the view, in order, without
+        making record objects (:meth:`OpLog.iter_timings`)."""
+        return self._log.iter_timings(self._n, self._start)
+
+    def named(self, *names: str) -> list[OpRecord]:
+        """The records of the view whose op name is one of ``names``, in order; the others are never made."""
+        return list(self._log.iter_named(frozenset(names), self._n, self._start))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (OpRecords, list, tuple)):
@@ -161,4 +192,4 @@ class OpRecords(Sequence):
     __hash__ = None  # type: ignore[assignment]  # mutable underneath, like a list
 
     def __repr__(self) -> str:
-        return f"<{self._n} op records>"
+        return f"<{len(self)} op records>"

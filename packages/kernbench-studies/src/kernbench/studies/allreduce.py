@@ -236,7 +236,7 @@ def phase_split(torch: RuntimeContext) -> dict[str, float]:
     ops: dict[int, list] = {s: [] for s in roots.values()}
     kernel: dict[int, tuple[float, float]] = {}
     t0, t1 = float("inf"), float("-inf")
-    for r in torch.oplog.records:
+    for r in torch.oplog.records.named("kernel", "ipcq_send", "ipcq_copy"):
         if r.op_name == "kernel":
             t0, t1 = min(t0, r.t_start), max(t1, r.t_end)
             if r.component_id in cpus:
@@ -294,7 +294,7 @@ def run_point(params: Mapping[str, Scalar], ctx: PointContext) -> dict[str, Scal
         "messages": model.messages, "accumulates": model.accumulates,
         "exchange_messages": model.exchange_messages, "exchange_accumulates": model.exchange_accumulates,
         **phase_split(torch),
-        "ipcq_messages": sum(1 for r in torch.oplog.records if r.op_name == "ipcq_send"),
+        "ipcq_messages": len(torch.oplog.records.named("ipcq_send")),
         "events": torch.engine.events,
     }
     if params.get("link_stats"):

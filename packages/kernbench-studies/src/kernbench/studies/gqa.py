@@ -197,7 +197,7 @@ def run_point(params: Mapping[str, Scalar], ctx: PointContext) -> dict[str, Scal
     graph = study_graph(ctx.topology_dir, str(params["topology"]), overrides(params))
     torch = RuntimeContext(graph, data=False, fidelity=ctx.fidelity)
     r = _call(torch, params)
-    dispatch = [x for x in torch.oplog.records if x.op_name == "dispatch"]
+    dispatch = torch.oplog.records.named("dispatch")
     kv = r.kv_bytes_per_cube
     return {
         "latency_ns": r.latency_ns, "pes_active": r.pes_active,

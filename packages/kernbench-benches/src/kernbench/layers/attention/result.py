@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,18 +44,20 @@ def window_ns(launches: list[LaunchResult]) -> float:
 
 def ipcq_messages(records) -> dict[str, int]:
     """Count the ``ipcq_send`` records between PEs of one cube and between cubes."""
+    named = getattr(records, "named", None)  # an op-log view makes only the records asked for
+    sends = named("ipcq_send") if named is not None else [r for r in records if r.op_name == "ipcq_send"]
     intra = inter = 0
-    for r in records:
-        if r.op_name == "ipcq_send":
-            if r.component_id.split(".")[:2] == r.params["peer"].split(".")[:2]:
-                intra += 1
-            else:
-                inter += 1
+    for r in sends:
+        if r.component_id.split(".")[:2] == r.params["peer"].split(".")[:2]:
+            intra += 1
+        else:
+            inter += 1
     return {"intra_cube": intra, "inter_cube": inter}
 
 
-def measure(launches: list[LaunchResult], records: list, *, out, kv_tensors, pes_active: int) -> AttentionResult:
-    """Build the result from the launches, their op records and the deployed K and V tensors."""
+def measure(launches: list[LaunchResult], records: Sequence, *, out, kv_tensors, pes_active: int) -> AttentionResult:
+    """Build the result from the launches, their op records (a list, or an op-log view read at once) and the
+    deployed K and V tensors."""
     summary = summarize("attention", 0, records)
     per_cube: dict[int, int] = {}
     for t in kv_tensors:
