@@ -607,6 +607,177 @@ static PyObject *serve_write(PyObject *mod, PyObject *const *args, Py_ssize_t na
     return PyFloat_FromDouble(done);
 }
 
+/*
+ * serve_read(free, addr, nbytes, row_bytes, pitch, burst, ns_per_byte, a0, flit, per_packet, flit_ns, late_ns):
+ * kernbench.components.memory.HbmCtrl._read's service of one read command, step for step: the bursts of each row
+ * (a 2-D read when row_bytes > 0; one contiguous segment otherwise) in order, each waiting for its channel (burst
+ * index mod len(free); free[ch] updated in place) from a0 and taking (bytes * ns_per_byte) ns; per packet the
+ * ready time of its first flit, of its latest flit and the (finish, flit in packet) of its bursts that end after
+ * its first flit is ready; then each packet's (first flit time, spacing), re-paced as _read does. Returns
+ * (ready, last): the list of (t, spacing) per packet and the latest ready time. Integer arguments must be
+ * non-negative, fit in 62 bits, and nbytes, burst, flit and per_packet be positive (else OverflowError before
+ * anything changed, and the caller serves the command in Python).
+ */
+typedef struct { double fin; long long g; long long next; } Held;
+
+static PyObject *serve_read(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "serve_read takes 12 arguments");
+        return NULL;
+    }
+    PyObject *free = args[0];
+    if (!PyList_CheckExact(free) || !PyList_GET_SIZE(free)) {
+        PyErr_SetString(PyExc_TypeError, "serve_read: free must be a non-empty list of channel times");
+        return NULL;
+    }
+    long long v[7];
+    const int ints[7] = {1, 2, 3, 4, 5, 8, 9};
+    for (int i = 0; i < 7; i++) {
+        v[i] = PyLong_AsLongLong(args[ints[i]]);
+        if (v[i] == -1 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
+            PyErr_Clear();
+            v[i] = -1;
+        }
+        if (v[i] < 0 || v[i] > (1LL << 62)) {
+            PyErr_SetString(PyExc_OverflowError, "serve_read: an integer argument is negative or too large");
+            return NULL;
+        }
+    }
+    long long base = v[0], nbytes = v[1], row_bytes = v[2], pitch = v[3], burst = v[4], flit = v[5];
+    long long per_packet = v[6];
+    if (nbytes <= 0 || burst <= 0 || flit <= 0 || per_packet <= 0 || burst > (1LL << 40) || flit > (1LL << 40) ||
+        per_packet > (1LL << 40) || nbytes > (1LL << 62) - base) {
+        PyErr_SetString(PyExc_OverflowError, "serve_read: nbytes, burst, flit and per_packet must be positive, "
+                                             "the sizes below 2**40 and the addresses in 62 bits");
+        return NULL;
+    }
+    if (!row_bytes) {
+        row_bytes = nbytes;
+        pitch = 0;
+    }
+    /* the last row's end must stay in 62 bits too */
+    if ((nbytes - 1) / row_bytes > 0 && pitch > ((1LL << 62) - base - row_bytes) / ((nbytes - 1) / row_bytes)) {
+        PyErr_SetString(PyExc_OverflowError, "serve_read: the read's addresses do not fit in 62 bits");
+        return NULL;
+    }
+    double npb, a0, phi, late;
+    if (as_double(args[6], &npb) < 0 || as_double(args[7], &a0) < 0 || as_double(args[10], &phi) < 0 ||
+        as_double(args[11], &late) < 0)
+        return NULL;
+    Py_ssize_t k = PyList_GET_SIZE(free);
+    for (Py_ssize_t c = 0; c < k; c++) {
+        PyObject *o = PyList_GET_ITEM(free, c);
+        if (!PyFloat_Check(o) && !PyLong_Check(o)) {
+            PyErr_SetString(PyExc_TypeError, "serve_read: free must hold channel times (float)");
+            return NULL;
+        }
+    }
+    long long nflits = (nbytes + flit - 1) / flit;
+    long long npk = (nflits + per_packet - 1) / per_packet;
+    double *first = PyMem_Malloc(sizeof(double) * 2 * (size_t)npk);
+    long long *head = PyMem_Malloc(sizeof(long long) * 2 * (size_t)npk);
+    Py_ssize_t cap = 64, used = 0;
+    Held *held = PyMem_Malloc(sizeof(Held) * (size_t)cap);
+    PyObject *ready = NULL, *out = NULL;
+    if (!first || !head || !held) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    double *worst = first + npk;
+    long long *tail = head + npk;
+    for (long long p = 0; p < npk; p++) {
+        first[p] = worst[p] = a0;
+        head[p] = tail[p] = -1;
+    }
+    for (long long off = 0; off < nbytes; off += row_bytes) {
+        long long x = base + (off / row_bytes) * pitch;
+        long long end = x + (row_bytes < nbytes - off ? row_bytes : nbytes - off);
+        long long o = off - x;
+        while (x < end) {
+            long long b = x / burst;
+            long long y = (b + 1) * burst;
+            if (y > end) y = end;
+            Py_ssize_t ch = (Py_ssize_t)(b % k);
+            double fr;
+            if (as_double(PyList_GET_ITEM(free, ch), &fr) < 0) goto done;
+            double start = fr > a0 ? fr : a0;
+            double finish = start + (double)(y - x) * npb;
+            PyObject *fo = PyFloat_FromDouble(finish);
+            if (!fo) goto done;
+            PyObject *old = PyList_GET_ITEM(free, ch);
+            PyList_SET_ITEM(free, ch, fo);
+            Py_DECREF(old);
+            long long f0 = (x + o) / flit, f1 = (y - 1 + o) / flit;
+            long long p = f0 / per_packet, q1 = f1 / per_packet;
+            for (long long q = p; q <= q1; q++) {
+                if (finish > worst[q]) worst[q] = finish;
+                if (f0 <= q * per_packet) {
+                    if (finish > first[q]) first[q] = finish;
+                } else if (finish > first[q]) {
+                    if (used == cap) {
+                        Held *grown = PyMem_Realloc(held, sizeof(Held) * (size_t)(cap * 2));
+                        if (!grown) {
+                            PyErr_NoMemory();
+                            goto done;
+                        }
+                        held = grown;
+                        cap *= 2;
+                    }
+                    held[used].fin = finish;
+                    held[used].g = f0 - q * per_packet;
+                    held[used].next = -1;
+                    if (tail[q] < 0) head[q] = used; else held[tail[q]].next = used;
+                    tail[q] = used++;
+                }
+            }
+            x = y;
+        }
+    }
+    ready = PyList_New((Py_ssize_t)npk);
+    if (!ready) goto done;
+    double last = a0;
+    for (long long p = 0; p < npk; p++) {
+        double r0 = first[p], r1 = worst[p];
+        long long n1 = (per_packet < nflits - p * per_packet ? per_packet : nflits - p * per_packet) - 1;
+        if (r1 > last) last = r1;
+        double d = n1 > 0 ? (r1 - r0) / (double)n1 : 0.0;
+        if (r1 > r0) {
+            double t = r0 + late;
+            for (long long i = head[p]; i >= 0; i = held[i].next) {
+                if (held[i].fin > t + (double)held[i].g * d && held[i].g < n1) {
+                    for (long long j = head[p]; j >= 0; j = held[j].next) {
+                        if (held[j].g < n1) {
+                            double w = (r1 - held[j].fin) / (double)(n1 - held[j].g);
+                            if (w < d) d = w;
+                        }
+                    }
+                    if (d >= phi) {
+                        r0 = r1 - (double)n1 * d;
+                    } else {
+                        d = phi;
+                        for (long long j = head[p]; j >= 0; j = held[j].next) {
+                            double w = held[j].fin - (double)held[j].g * phi;
+                            if (w > r0) r0 = w;
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+        PyObject *pair = Py_BuildValue("(dd)", r0, d);
+        if (!pair) goto done;
+        PyList_SET_ITEM(ready, (Py_ssize_t)p, pair);
+    }
+    out = Py_BuildValue("(Od)", ready, last);
+done:
+    Py_XDECREF(ready);
+    PyMem_Free(first);
+    PyMem_Free(head);
+    PyMem_Free(held);
+    return out;
+}
+
 /* ------------------------------------------------------------------ cutting a transfer into packets */
 
 static int set_new(PyObject *obj, Py_ssize_t off, PyObject *value) {
@@ -670,6 +841,9 @@ static PyMethodDef module_methods[] = {
     {"serve_write", (PyCFunction)(void (*)(void))serve_write, METH_FASTCALL,
      "serve_write(free, addr, off, n, pkt_offset, burst, ns_per_byte, a0, delta, t_last, flit, last_flit, done): "
      "the HBM controller's per-burst write service of one contiguous piece; returns the latest finish."},
+    {"serve_read", (PyCFunction)(void (*)(void))serve_read, METH_FASTCALL,
+     "serve_read(free, addr, nbytes, row_bytes, pitch, burst, ns_per_byte, a0, flit, per_packet, flit_ns, late_ns): "
+     "the HBM controller's service of one read command; returns (ready, last)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -42,7 +42,7 @@ LATE_NS = 1e-6
 class HbmCtrl(Component):
     """HBM controller of one PE's slice with per-pseudo-channel parallelism."""
 
-    __slots__ = ("burst", "channels", "flit_ns", "flow", "free", "ns_per_byte", "serve_write")
+    __slots__ = ("burst", "channels", "flit_ns", "flow", "free", "ns_per_byte", "serve_read", "serve_write")
 
     def __init__(self, engine: Engine, node) -> None:
         super().__init__(engine, node)
@@ -59,6 +59,7 @@ class HbmCtrl(Component):
         # _write's per-burst loop in C when the engine runs on kernbench-accel's calendar (the same steps, ADR 0046)
         compiled = compiled_module(engine)
         self.serve_write = compiled.serve_write if compiled is not None else None
+        self.serve_read = compiled.serve_read if compiled is not None else None
 
     def on_packet(self, pkt: Packet, t_head: float) -> None:
         """Drain a written packet, or serve a read command."""
@@ -95,14 +96,27 @@ class HbmCtrl(Component):
         the packet) of its bursts that end after its first flit is ready: a flit's ready time is the max of its
         bursts' finishes and float ``+ * / -`` are monotone, so the check and the min bind at a burst's first
         flit (the earliest to leave), and a burst ready by the packet's first flit binds neither (its quotient
-        is at least the old spacing). The work is per burst, not per flit.
+        is at least the old spacing). The work is per burst, not per flit. On the compiled calendar the same
+        steps run in C (kernbench-accel's ``serve_read``), unless the command is outside what it takes.
         """
         a0 = t_head + self.overhead_ns
         flit = self.engine.flit_bytes
         free, burst, k, npb = self.free, self.burst, self.channels, self.ns_per_byte
         nbytes = cmd.read_nbytes
-        nflits = -(-nbytes // flit)
         per_packet = self.engine.packet_bytes // flit
+        serve = self.serve_read
+        if serve is not None:
+            try:
+                ready, last = serve(free, cmd.addr, nbytes, cmd.row_bytes or 0, cmd.pitch or 0, burst, npb, a0, flit,
+                                    per_packet, self.flit_ns, LATE_NS)
+            except OverflowError:  # outside what the compiled service takes: refused before anything changed
+                pass
+            else:
+                self.engine.read_reply(cmd, ready)
+                self.engine.oplog.record(t_head, last, self.id, "memory", "hbm_read",
+                                         {"addr": cmd.addr, "nbytes": nbytes, "corr_id": cmd.request.corr_id})
+                return
+        nflits = -(-nbytes // flit)
         npk = -(-nflits // per_packet)
         first = [a0] * npk  # ready time of each packet's first flit
         worst = [a0] * npk  # latest ready time of each packet's flits
