@@ -3,7 +3,9 @@
 Two routers on the same topology answer the same shuffled queries, one with ``KERNBENCH_ACCEL=0`` (the Python
 loop) and one with the compiled loop; every path and distance must be equal, and so must every search's state
 afterwards: distances, predecessors, settled nodes, the heap, the sequence counter and whether it left the
-source's cube or SIP (later queries resume these searches, so a difference there would surface later). Skipped
+source's cube or SIP (later queries resume these searches, so a difference there would surface later), and every
+neighbour list made on the way (the compiled loop makes them itself, from the graph's edges less the intent's
+excluded kinds). Skipped
 without kernbench-accel, unless ``KERNBENCH_REQUIRE_ACCEL`` is set (CI).
 """
 
@@ -32,6 +34,7 @@ def _queries(graph, seed: int) -> list[tuple[str, str, str]]:
     hbms = [n for n, node in graph.nodes.items() if node.type == "hbm_ctrl"]
     out = [("pe_dma", rng.choice(pes), rng.choice(hbms)) for _ in range(150)]
     out += [("control", nm.HOST, rng.choice(pes).replace("pe_dma", "pe_mmu")) for _ in range(30)]
+    out += [("memory", nm.HOST, rng.choice(hbms)) for _ in range(20)]
     rng.shuffle(out)
     return out
 
@@ -39,7 +42,8 @@ def _queries(graph, seed: int) -> list[tuple[str, str, str]]:
 def _ask(router: PathRouter, queries) -> list:
     got = []
     for kind, src, dst in queries:
-        got.append(router.pe_dma_path(src, dst) if kind == "pe_dma" else router.control_path(src, dst))
+        ask = {"pe_dma": router.pe_dma_path, "control": router.control_path, "memory": router.memory_path}[kind]
+        got.append(ask(src, dst))
     return got
 
 
@@ -61,3 +65,7 @@ def test_the_compiled_search_takes_the_python_searchs_steps(monkeypatch, seed):
     assert got == want
     assert compiled.searched == python.searched > 20 and compiled.reused == python.reused
     assert _state(compiled) == _state(python)
+    # the neighbour lists the compiled loop made (kernbench-accel makes them in C) are __missing__'s, in order
+    assert {name: list(adj.items()) for name, adj in compiled._adj.items()} == \
+        {name: list(adj.items()) for name, adj in python._adj.items()}
+    assert set(compiled._adj) == {"data", "data_local", "all", "memory"}

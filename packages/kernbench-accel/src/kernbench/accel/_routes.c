@@ -5,14 +5,15 @@
  * from its heap of (distance, sequence, node) and paused once `goal` is settled. The steps are the Python loop's,
  * in the same order: pop, skip a settled node, settle it (noting when the search first leaves the source's cube
  * or SIP), relax its neighbours in adjacency order (skipping those outside the search's area), push with the next
- * sequence number. Distances are the same IEEE double additions. The heap is the search's own list, kept with
+ * sequence number. Distances are the same IEEE double additions. A node's neighbour list, made on first use, is
+ * the one the adjacency's __missing__ makes (made here in C, kept in the same dict). The heap is the search's own list, kept with
  * heapq's algorithm (its sift-down and sift-up), so Python's heapq may take over from any point.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 static PyObject *s_heap, *s_dist, *s_prev, *s_done, *s_adj, *s_corridor, *s_ends, *s_cube_of, *s_seq, *s_frames,
-    *s_origin, *s_left_cube, *s_left_sip;
+    *s_origin, *s_left_cube, *s_left_sip, *s_graph, *s_excluded, *s_out_edges, *s_kind, *s_dst, *s_weight;
 
 /* The heap's order: (distance, sequence); sequences are unique, so nodes are never compared. */
 static int entry_lt(PyObject *a, PyObject *b, int *lt) {
@@ -81,6 +82,59 @@ static int heappush(PyObject *heap, PyObject *item) {
 }
 
 static PyObject *get_attr(PyObject *o, PyObject *name) { return PyObject_GetAttr(o, name); }
+
+/*
+ * A node's neighbour list in one intent's adjacency (kernbench.topology.routing._Adjacency, a dict subclass):
+ * the list kept in it, or the one its __missing__ makes, made here the same way: [(edge.dst,
+ * edge.routing_weight_mm) for edge in graph.out_edges(node) if edge.kind not in excluded], kept in the dict.
+ * A mapping that is not such an adjacency is asked with [] (its own __missing__, if any). New reference.
+ */
+static PyObject *neighbours(PyObject *adj, PyObject *node) {
+    PyObject *got = PyDict_GetItemWithError(adj, node);
+    if (got) return Py_NewRef(got);
+    if (PyErr_Occurred()) return NULL;
+    PyObject *graph = PyObject_GetAttr(adj, s_graph);
+    PyObject *excluded = graph ? PyObject_GetAttr(adj, s_excluded) : NULL;
+    if (!excluded || !PyAnySet_Check(excluded)) {
+        Py_XDECREF(graph);
+        Py_XDECREF(excluded);
+        PyErr_Clear();
+        return PyObject_GetItem(adj, node);
+    }
+    PyObject *edges = PyObject_CallMethodOneArg(graph, s_out_edges, node);
+    PyObject *list = NULL, *seq = NULL;
+    if (!edges) goto done;
+    if (!(seq = PySequence_Fast(edges, "out_edges must give a sequence"))) goto done;
+    if (!(list = PyList_New(0))) goto done;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *kind = PyObject_GetAttr(e, s_kind);
+        if (!kind) goto fail;
+        int skip = PySet_Contains(excluded, kind);
+        Py_DECREF(kind);
+        if (skip < 0) goto fail;
+        if (skip) continue;
+        PyObject *dst = PyObject_GetAttr(e, s_dst);
+        PyObject *w = dst ? PyObject_GetAttr(e, s_weight) : NULL;
+        PyObject *pair = w ? PyTuple_Pack(2, dst, w) : NULL;
+        Py_XDECREF(dst);
+        Py_XDECREF(w);
+        if (!pair) goto fail;
+        int bad = PyList_Append(list, pair);
+        Py_DECREF(pair);
+        if (bad < 0) goto fail;
+    }
+    if (PyDict_SetItem(adj, node, list) < 0) goto fail;
+    goto done;
+fail:
+    Py_CLEAR(list);
+done:
+    Py_XDECREF(seq);
+    Py_XDECREF(edges);
+    Py_DECREF(graph);
+    Py_DECREF(excluded);
+    return list;
+}
 
 /* settle(search, goal): see the module comment. */
 static PyObject *settle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
@@ -156,7 +210,7 @@ static PyObject *settle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) 
                 if (ne0) { left_sip = 1; track = 0; }
             }
         }
-        PyObject *nbrs = PyObject_GetItem(adj, node); /* a dict subclass: __missing__ builds the list */
+        PyObject *nbrs = neighbours(adj, node);
         if (!nbrs) { Py_DECREF(item); goto out; }
         if (!PyList_Check(nbrs)) {
             Py_DECREF(nbrs); Py_DECREF(item);
@@ -254,10 +308,12 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__routes(void) {
     const char *names[] = {"heap", "dist", "prev", "done", "adj", "corridor", "ends", "cube_of", "seq", "frames",
-                           "origin", "left_cube", "left_sip"};
+                           "origin", "left_cube", "left_sip", "graph", "excluded", "out_edges", "kind", "dst",
+                           "routing_weight_mm"};
     PyObject **slots[] = {&s_heap, &s_dist, &s_prev, &s_done, &s_adj, &s_corridor, &s_ends, &s_cube_of, &s_seq,
-                          &s_frames, &s_origin, &s_left_cube, &s_left_sip};
-    for (int i = 0; i < 13; i++) {
+                          &s_frames, &s_origin, &s_left_cube, &s_left_sip, &s_graph, &s_excluded, &s_out_edges,
+                          &s_kind, &s_dst, &s_weight};
+    for (int i = 0; i < 19; i++) {
         *slots[i] = PyUnicode_InternFromString(names[i]);
         if (!*slots[i]) return NULL;
     }
