@@ -191,6 +191,8 @@ class TilePlan:
 
 def _positive_int(name: str, value: object, where: str = "gemm plan") -> int:
     """``value`` as a plain ``int`` (numpy integers accepted), or :class:`PlanError`."""
+    if type(value) is int and value > 0:  # the common case, without the general test's calls
+        return value
     try:
         out = -1 if isinstance(value, bool) else operator.index(value)
     except TypeError:
@@ -215,12 +217,12 @@ def gemm_plan(m: int, n: int, k: int, *, tile: tuple[int, int, int] = DEFAULT_TI
     non-positive or non-integer dimension, tile extent or item size, or an
     unknown ``variant``.
     """
-    dims = tuple(_positive_int(name, v) for name, v in (("M", m), ("N", n), ("K", k)))
+    dims = (_positive_int("M", m), _positive_int("N", n), _positive_int("K", k))
     try:
         tm, tn, tk = tile
     except (TypeError, ValueError):
         raise PlanError(f"gemm plan: tile must be three extents (tm, tn, tk), got {tile!r}") from None
-    tile_t = tuple(_positive_int(name, v) for name, v in (("tile tm", tm), ("tile tn", tn), ("tile tk", tk)))
+    tile_t = (_positive_int("tile tm", tm), _positive_int("tile tn", tn), _positive_int("tile tk", tk))
     isz_in = _positive_int("itemsize_in", itemsize_in)
     isz_out = _positive_int("itemsize_out", itemsize_out)
     isz_b = isz_in if itemsize_b is None else _positive_int("itemsize_b", itemsize_b)
@@ -293,12 +295,12 @@ def elementwise_plan(m: int, n: int, *, tile: tuple[int, int] = DEFAULT_TILE[:2]
     elements, STOREs the result and DMA-writes it when the output is in HBM.
     Tiles have ``k = 0`` and are each their own last step.
     """
-    dims = tuple(_positive_int(name, v, "elementwise plan") for name, v in (("M", m), ("N", n)))
+    dims = (_positive_int("M", m, "elementwise plan"), _positive_int("N", n, "elementwise plan"))
     try:
         tm, tn = tile
     except (TypeError, ValueError):
         raise PlanError(f"elementwise plan: tile must be two extents (tm, tn), got {tile!r}") from None
-    tile_t = tuple(_positive_int(name, v, "elementwise plan") for name, v in (("tile tm", tm), ("tile tn", tn)))
+    tile_t = (_positive_int("tile tm", tm, "elementwise plan"), _positive_int("tile tn", tn, "elementwise plan"))
     isz_in = _positive_int("itemsize_in", itemsize_in, "elementwise plan")
     isz_out = _positive_int("itemsize_out", itemsize_out, "elementwise plan")
     return _elementwise_plan(*dims, tile_t, isz_in, isz_out, bool(a_in_hbm), bool(out_in_hbm))

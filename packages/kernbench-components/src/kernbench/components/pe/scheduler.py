@@ -20,7 +20,7 @@ from kernbench.components.pe.commands import (
     IpcqRecvCmd,
     IpcqSendCmd,
 )
-from kernbench.components.pe.composite_cmd import CompositeCmd, overlaps
+from kernbench.components.pe.composite_cmd import CompositeCmd
 from kernbench.components.pe.composite_plan import split
 from kernbench.components.pe.composite_run import CompositeRun
 from kernbench.components.pe.stages import Stages
@@ -93,9 +93,9 @@ class PeScheduler(PeBlock):
         """Start queued composites in order while the head of the queue conflicts with nothing in flight."""
         while self.admit_queue:
             run, reads, writes = self.admit_queue[0]
-            if any(_overlap(writes, r2) or _overlap(writes, w2) or _overlap(reads, w2)
-                   for _, r2, w2 in self.inflight):
-                return
+            for _, r2, w2 in self.inflight:
+                if _overlap(writes, r2) or _overlap(writes, w2) or _overlap(reads, w2):
+                    return
             self.admit_queue.popleft()
             self.inflight.append((run, reads, writes))
             run.start(self.engine.now)
@@ -126,5 +126,9 @@ class PeScheduler(PeBlock):
 
 
 def _overlap(a: tuple, b: tuple) -> bool:
-    """Whether two sets of (start, end) byte ranges intersect."""
-    return any(overlaps(s, e, b) for s, e in a)
+    """Whether two sets of (start, end) byte ranges intersect (:func:`overlaps` of each range of ``a``)."""
+    for start, end in a:  # NOTE: loops, not generators: this runs per queued composite and command in flight
+        for s, e in b:
+            if s < end and start < e:
+                return True
+    return False
