@@ -282,13 +282,24 @@ def main(argv: list[str] | None = None) -> int:
             if common:  # the studies: the points both trees ran, each timed by its runner (grids grow over time)
                 b = sum(statistics.median(points["base"][k]) for k in common)
                 h = sum(statistics.median(points["head"][k]) for k in common)
+                by_study: dict[str, list] = {}  # study -> [points, base s, head s, ratio]
+                for k in common:
+                    acc = by_study.setdefault(k.split(" ", 1)[0], [0, 0.0, 0.0, 0.0])
+                    acc[0] += 1
+                    acc[1] += statistics.median(points["base"][k])
+                    acc[2] += statistics.median(points["head"][k])
+                for acc in by_study.values():
+                    acc[3] = acc[1] / acc[2] if acc[2] else float("nan")
                 row.update({"points": {s: len(points[s]) for s in points}, "common_points": len(common),
-                            "common_base_s": b, "common_head_s": h, "common_ratio": b / h})
+                            "common_base_s": b, "common_head_s": h, "common_ratio": b / h,
+                            "common_by_study": by_study})
             out["workloads"][name] = row
             if common:
                 print(f"{name:12s} {len(common)} points in both trees (base ran {len(points['base'])}, head "
                       f"{len(points['head'])}): their own times sum to {b:.1f} s vs {h:.1f} s, ratio {b / h:.2f}x",
                       flush=True)
+                for study, (n, sb, sh, ratio) in sorted(by_study.items()):
+                    print(f"{'':12s}   {study}: {n} points, {sb:.1f} s vs {sh:.1f} s, ratio {ratio:.2f}x", flush=True)
             print(f"{name:12s} base {med['base']:8.3f} s  head {med['head']:8.3f} s  ratio {row['ratio']:5.2f}x   "
                   f"(whole process: {pmed['base']:.2f} s vs {pmed['head']:.2f} s, {row['process_ratio']:.2f}x)"
                   + (f"  cpu {row['base_cpu_s']:.3f} s vs {row['head_cpu_s']:.3f} s, {row['cpu_ratio']:.2f}x"
