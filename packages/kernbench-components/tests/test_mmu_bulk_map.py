@@ -22,6 +22,12 @@ class _Engine:
     def finish(self, request, t_end):
         self.finished.append((request, t_end))
 
+    def memo(self, make):  # what GraphEngine.memo does
+        memos = self.__dict__.setdefault("_memos", {})
+        if make not in memos:
+            memos[make] = make(self)
+        return memos[make]
+
 
 def _mmu(table: list[tuple[int, int, int]]) -> PeMmu:
     node = SimpleNamespace(id="mmu", type="pe_mmu", overhead_ns=2.0, attrs={"translate_ns": 1.0})

@@ -101,8 +101,16 @@ class _Model:
 
 
 class _Engine:
+    def __init__(self) -> None:
+        self.memos: dict = {}
+
     def finish(self, request, t_end) -> None:
         pass
+
+    def memo(self, make):  # what GraphEngine.memo does
+        if make not in self.memos:
+            self.memos[make] = make(self)
+        return self.memos[make]
 
 
 def _mmu() -> PeMmu:
@@ -274,3 +282,21 @@ def test_messages_with_negative_entries_build_the_one_by_one_table(messages):
     for entries in messages:
         _both(mmu, model, entries)
         assert mmu.intervals == model.intervals
+
+
+def test_the_columns_memo_is_one_per_engine_and_shared_by_its_mmus():
+    """PEs of one engine mapping the same entries object split it once (the engine's memo keeps the last one);
+    another engine keeps its own, so a second engine never sees the first one's state."""
+    from kernbench.components.pe.mmu import _LastColumns
+
+    node = SimpleNamespace(id="mmu", type="pe_mmu", overhead_ns=2.0, attrs={"translate_ns": 1.0})
+    engine, other = _Engine(), _Engine()
+    first, second, elsewhere = PeMmu(engine, node), PeMmu(engine, node), PeMmu(other, node)
+    entries = tuple((4096 * i, 65536 + 1024 * i, 1024) for i in range(40))
+    for mmu in (first, second, elsewhere):
+        _send(mmu, entries)
+    memo = engine.memo(_LastColumns)
+    assert memo.entries is entries and other.memo(_LastColumns) is not memo
+    tables = [list(zip(m.los, m.his, m.pas, strict=True)) for m in (first, second, elsewhere)]
+    assert tables[0] == tables[1] == tables[2]
+    assert tables[0][:2] == [(0, 1024, 65536), (4096, 5120, 66560)] and len(tables[0]) == 40

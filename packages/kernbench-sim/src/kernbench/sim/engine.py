@@ -23,6 +23,7 @@ from collections.abc import Callable
 from functools import partial
 from heapq import heappop, heappush
 from itertools import pairwise
+from typing import TypeVar
 
 import simpy
 from simpy.core import EmptySchedule, StopSimulation
@@ -45,6 +46,8 @@ from kernbench.topology.address import PhysAddr
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.resolver import AddressResolver
 from kernbench.topology.routing import PathRouter
+
+T = TypeVar("T")
 
 
 class GraphEngine:
@@ -94,6 +97,7 @@ class GraphEngine:
         # runtime refuses further work and a session closes without simulating (see limit_error and _drive).
         self.halted: str | None = None
         self.wires: dict[tuple[str, str], Wire] = {}  # created on first use by route()
+        self._memos: dict[Callable, object] = {}  # maker -> what memo() made
         self.components = registry.build(self, graph)
         self._routes: dict[tuple[str, ...], Route] = {}
         self._pending: dict[int, Request] = {}
@@ -129,6 +133,14 @@ class GraphEngine:
     def completion(self) -> Completion:
         """A fresh, unfired :class:`~kernbench.sim.protocol.Completion`."""
         return Completion(self.env)
+
+    def memo(self, make: Callable[[GraphEngine], T]) -> T:
+        """``make(self)``, made on first use and kept with this engine: state that the components of one engine
+        share and no other engine may see (a memo of derived data, such as the PE MMU's last split entries)."""
+        got = self._memos.get(make)
+        if got is None:
+            got = self._memos[make] = make(self)
+        return got  # type: ignore[return-value]
 
     def submit(self, msg: object) -> Request:
         """Validate a message, stamp a correlation id, and inject it now."""

@@ -124,6 +124,10 @@ class Engine(Protocol):
         """A fresh, unfired :class:`Completion`."""
         ...
 
+    def memo(self, make: Callable[[Engine], Any]) -> Any:
+        """``make(engine)``, made on first use and kept with this engine (state its components share)."""
+        ...
+
     def at(self, t: float, callback: Callable[[object], None], value: object = None) -> None:
         """Call ``callback(value)`` at time ``t`` (not before now)."""
         ...

@@ -99,7 +99,7 @@ class PeMmu(Component):
             return _insert_disjoint_general(self, entries)
         if not entries:
             return True
-        cols = _columns(entries)
+        cols = self.engine.memo(_LastColumns).columns(entries)
         if cols is None:
             return False  # an empty entry, or two entries that overlap
         vas, his, pas = cols
@@ -195,35 +195,40 @@ class PeMmu(Component):
         return first
 
 
-#: The last entries :func:`_columns` split, and what it returned: the runtime hands every PE that maps the same
-#: copies of a tensor the same entries object, so a tensor's columns are computed once, not once per PE.
-_LAST_COLUMNS: list[tuple[object, tuple | None]] = [((), None)]
+class _LastColumns:
+    """The last mapping entries one engine's PE MMUs split into columns, and the columns (:meth:`columns`): the
+    runtime hands every PE that maps the same copies of a tensor the same entries object, so a tensor's columns
+    are computed once per engine, not once per PE. Kept with the engine (``engine.memo``)."""
 
+    __slots__ = ("cols", "entries")
 
-def _columns(entries: tuple[tuple[int, int, int], ...]) -> tuple[tuple[int, ...], ...] | None:
-    """Mapping entries ``(va, pa, nbytes)`` as columns ``(vas, his, pas)`` in ascending ``va`` (``his`` the ends),
-    or None if an entry is empty (``nbytes <= 0``) or two entries overlap.
+    def __init__(self, engine: object) -> None:
+        self.entries: object = ()
+        self.cols: tuple[tuple[int, ...], ...] | None = None
 
-    The result depends on the entries only, so it is kept for the last entries tuple, which the memo keeps alive
-    (its identity cannot be reused while it is the key).
-    """
-    last, cols = _LAST_COLUMNS[0]
-    if last is entries:
+    def columns(self, entries: tuple[tuple[int, int, int], ...]) -> tuple[tuple[int, ...], ...] | None:
+        """Mapping entries ``(va, pa, nbytes)`` as columns ``(vas, his, pas)`` in ascending ``va`` (``his`` the
+        ends), or None if an entry is empty (``nbytes <= 0``) or two entries overlap.
+
+        The result depends on the entries only, so it is kept for the last entries tuple, which this memo keeps
+        alive (its identity cannot be reused while it is held here).
+        """
+        if self.entries is entries:
+            return self.cols
+        vas = list(map(_VA, entries))
+        if not all(map(lt, vas, vas[1:])):
+            entries_sorted = sorted(entries, key=_VA)  # ties (equal va) overlap and are refused below
+            vas = list(map(_VA, entries_sorted))
+        else:
+            entries_sorted = entries
+        sizes = list(map(_NBYTES, entries_sorted))
+        his = list(map(add, vas, sizes))
+        cols = None
+        if min(sizes) > 0 and all(map(le, his, vas[1:])):
+            cols = (tuple(vas), tuple(his), tuple(map(_PA, entries_sorted)))
+        if type(entries) is tuple:
+            self.entries, self.cols = entries, cols
         return cols
-    vas = list(map(_VA, entries))
-    if not all(map(lt, vas, vas[1:])):
-        entries_sorted = sorted(entries, key=_VA)  # ties (equal va) overlap and are refused below
-        vas = list(map(_VA, entries_sorted))
-    else:
-        entries_sorted = entries
-    sizes = list(map(_NBYTES, entries_sorted))
-    his = list(map(add, vas, sizes))
-    cols = None
-    if min(sizes) > 0 and all(map(le, his, vas[1:])):
-        cols = (tuple(vas), tuple(his), tuple(map(_PA, entries_sorted)))
-    if type(entries) is tuple:
-        _LAST_COLUMNS[0] = (entries, cols)
-    return cols
 
 
 def _cut_general(mmu: PeMmu, lo: int, hi: int) -> None:
