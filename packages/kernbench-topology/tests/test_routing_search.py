@@ -202,6 +202,27 @@ def test_the_guard_refuses_a_cube_whose_outside_edge_is_a_shortcut(small):
                for rel, _ in router._shapes[("all", "cube", A, B)][3])
 
 
+def test_a_cube_equal_in_full_is_still_refused_when_the_guard_fails(small):
+    """Cubes 1 and 2 both get an edge from ring router r3c2 (15 mm from the corner) to the IO chiplet's NoC,
+    3 mm long: an outside entry at exactly the destination's 18 mm, pushed after it, so the search still ends in
+    the cube and cube 1's route is remembered, but its guard does not hold. Cube 2's rows equal cube 1's in full,
+    and the fast test of reuse must still refuse it, as the per-node test does: the router searches."""
+    from kernbench.topology.graph import Edge
+
+    io = "sip0.io0.io_noc"
+    extra = [Edge(f"sip0.cube{c}.noc.r3c2", io, "io_internal", 1000.0, 1.0, 3.0, 3.0) for c in (1, 2)]
+    g = _variant(small, lambda edges: edges + extra)
+    router = PathRouter(g)
+    first = router.path_with_distance("all", f"sip0.cube1.{A}", f"sip0.cube1.{B}")
+    assert first[1] == 18.0 and ("all", "cube", A, B) in router._shapes  # remembered: the search stayed in cube 1
+    got = router.path_with_distance("all", f"sip0.cube2.{A}", f"sip0.cube2.{B}")
+    assert got == _reference(router, g, "all", f"sip0.cube2.{A}", f"sip0.cube2.{B}")
+    rels = [rel for rel, _ in router._shapes[("all", "cube", A, B)][3]]
+    assert [router._row((0, 1), rel) for rel in rels] == [router._row((0, 2), rel) for rel in rels]
+    assert router._row((0, 1), "noc.r3c2")[1] == 3.0
+    assert router.reused == 0 and router.searched == 2
+
+
 # --------------------------------------------------------------------------- dead-end SIPs
 
 
