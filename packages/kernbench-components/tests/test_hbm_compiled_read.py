@@ -7,7 +7,7 @@ it switched off, and everything they hand on is compared with ``==`` on floats: 
 packet, the channel list element by element, and the op-log row (its end is the latest ready time). Reads are
 1 byte, a burst, a burst + 1, unaligned, 2-D with and without gaps between rows, on idle and busy channels (busy
 channels are what makes the re-pacing branches run: over these cases the Python steps hold a packet's tail with
-a smaller spacing about 1,300 times and pace by the link about 4,000 times), in five geometries (flits narrower
+a smaller spacing about 1,300 times and pace by the link about 4,700 times), in six geometries (flits narrower
 and wider than bursts, straddling them, packets of one flit). The controller is then held to its per-flit statement by
 ``test_hbm_read_pacing``. Skipped without kernbench-accel, unless ``KERNBENCH_REQUIRE_ACCEL`` is set (CI).
 """
@@ -19,6 +19,7 @@ import random
 from types import SimpleNamespace
 
 import pytest
+from components_testkit import HBM_GEOMETRIES, HbmEngine, read_cmd
 
 from kernbench.components.memory import LATE_NS, HbmCtrl
 
@@ -29,45 +30,18 @@ except ImportError:
         raise
     pytest.skip("kernbench-accel is not installed", allow_module_level=True)
 
-#: (flit_bytes, burst_bytes, channels, packet_bytes, channel_bw_gbs)
-GEOMETRIES = [
-    (256, 256, 8, 4096, 16.0),
-    (32, 256, 8, 4096, 16.0),
-    (32, 64, 2, 256, 4.0),
-    (64, 32, 2, 512, 3.0),
-    (48, 256, 4, 48, 7.0),
-]
-
-
-class _Engine:
-    """What ``HbmCtrl`` reads of an engine when it serves a read: sizes, and where the reply and the row go."""
-
-    def __init__(self, flit: int, packet: int) -> None:
-        self.graph = SimpleNamespace(out_edges=lambda node_id: (SimpleNamespace(bw_gbs=256.0),))
-        self.fidelity = "packet"
-        self.flit_bytes = flit
-        self.packet_bytes = packet
-        self.replies: list = []
-        self.rows: list = []
-        self.oplog = SimpleNamespace(record=lambda *row: self.rows.append(row))
-
-    def read_reply(self, cmd, ready):
-        self.replies.append(ready)
+#: the shared geometries, and packets of one flit
+GEOMETRIES = [*HBM_GEOMETRIES, (48, 256, 4, 48, 7.0)]
 
 
 def _hbm(geometry, free: list[float], compiled: bool) -> HbmCtrl:
     flit, burst, channels, packet, bw = geometry
     node = SimpleNamespace(id="hbm", type="hbm_ctrl", overhead_ns=7.5,
                            attrs={"channels": channels, "burst_bytes": burst, "channel_bw_gbs": bw})
-    ctrl = HbmCtrl(_Engine(flit, packet), node)
+    ctrl = HbmCtrl(HbmEngine("packet", flit, packet), node)
     ctrl.free = list(free)
     ctrl.serve_read = serve_read if compiled else None
     return ctrl
-
-
-def _cmd(addr: int, nbytes: int, row_bytes: int = 0, pitch: int = 0):
-    return SimpleNamespace(addr=addr, read_nbytes=nbytes, row_bytes=row_bytes, pitch=pitch,
-                           request=SimpleNamespace(corr_id=1))
 
 
 def _reads(rng: random.Random, geometry):
@@ -80,7 +54,7 @@ def _reads(rng: random.Random, geometry):
         if rng.random() < 0.4:  # a 2-D block: rows of row_bytes, pitch apart
             row_bytes = rng.choice([32, 64, 100, 128, 256, 1000, flit + 1])
             pitch = row_bytes * rng.choice([1, 2, 8, 64]) + rng.choice([0, 64])
-        yield _cmd(addr, nbytes, row_bytes, pitch), rng.uniform(0.0, 2000.0)
+        yield read_cmd(addr, nbytes, row_bytes, pitch), rng.uniform(0.0, 2000.0)
 
 
 @pytest.mark.parametrize("seed", range(500))
@@ -104,7 +78,7 @@ def test_a_read_the_compiled_service_refuses_is_served_in_python():
     python, compiled = _hbm(geometry, [0.0] * 8, False), _hbm(geometry, [0.0] * 8, True)
     with pytest.raises(OverflowError):
         serve_read([0.0] * 8, 1 << 63, 64, 0, 0, 256, 0.0625, 0.0, 256, 16, 1.0, LATE_NS)
-    cmd = _cmd((1 << 63) + 256, 5000)
+    cmd = read_cmd((1 << 63) + 256, 5000)
     python._read(cmd, 10.0)
     compiled._read(cmd, 10.0)
     assert compiled.engine.replies == python.engine.replies and compiled.free == python.free

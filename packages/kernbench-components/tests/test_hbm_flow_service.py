@@ -15,6 +15,7 @@ import random
 from types import SimpleNamespace
 
 import pytest
+from components_testkit import HbmEngine, read_cmd
 
 from kernbench.components.memory import HbmCtrl, interleaved_write
 
@@ -109,33 +110,12 @@ def test_an_empty_write_changes_nothing():
     assert free == [5.0] * CHANNELS
 
 
-class _Engine:
-    """What ``HbmCtrl`` reads of an engine when it serves a read: sizes, and where the reply and the row go."""
-
-    def __init__(self, fidelity: str) -> None:
-        self.graph = SimpleNamespace(out_edges=lambda node_id: (SimpleNamespace(bw_gbs=256.0),))  # the reply link
-        self.fidelity = fidelity
-        self.flit_bytes = FLIT
-        self.packet_bytes = 4096
-        self.replies: list = []
-        self.rows: list = []
-        self.oplog = SimpleNamespace(record=lambda *row: self.rows.append(row))
-
-    def read_reply(self, cmd, ready):
-        self.replies.append(ready)
-
-
 def _hbm(fidelity: str, free: list[float]) -> HbmCtrl:
     node = SimpleNamespace(id="hbm", type="hbm_ctrl", overhead_ns=7.5,
                            attrs={"channels": CHANNELS, "burst_bytes": BURST, "channel_bw_gbs": 16.0})
-    ctrl = HbmCtrl(_Engine(fidelity), node)
+    ctrl = HbmCtrl(HbmEngine(fidelity, FLIT, 4096), node)
     ctrl.free = list(free)
     return ctrl
-
-
-def _cmd(addr: int, nbytes: int, row_bytes: int = 0, pitch: int = 0):
-    return SimpleNamespace(addr=addr, read_nbytes=nbytes, row_bytes=row_bytes, pitch=pitch,
-                           request=SimpleNamespace(corr_id=1))
 
 
 @pytest.mark.parametrize("seed", range(200))
@@ -151,8 +131,8 @@ def test_the_flow_read_gives_the_packet_read_bit_for_bit(seed):
     t_head = rng.uniform(0.0, 2000.0)
     packet, flow = _hbm("packet", free), _hbm("flow", free)
     assert flow.flow and not packet.flow
-    packet._read_per_flit(_cmd(addr, nbytes, row_bytes, pitch), t_head)
-    flow._read(_cmd(addr, nbytes, row_bytes, pitch), t_head)
+    packet._read_per_flit(read_cmd(addr, nbytes, row_bytes, pitch), t_head)
+    flow._read(read_cmd(addr, nbytes, row_bytes, pitch), t_head)
     assert flow.engine.replies == packet.engine.replies  # exact floats, every packet
     assert flow.free == packet.free
     assert flow.engine.rows == packet.engine.rows

@@ -20,51 +20,22 @@ import random
 from types import SimpleNamespace
 
 import pytest
+from components_testkit import HBM_GEOMETRIES, LINK_GBS, HbmEngine, read_cmd
 
 from kernbench.components.memory import LATE_NS, HbmCtrl
 
-#: (flit_bytes, burst_bytes, channels, packet_bytes, channel_bw_gbs): the default slice, the flow-service tests'
-#: one, a small one, flits wider than a burst, and flits that straddle burst boundaries.
-GEOMETRIES = [
-    (256, 256, 8, 4096, 16.0),
-    (32, 256, 8, 4096, 16.0),
-    (32, 64, 2, 256, 4.0),
-    (64, 32, 2, 512, 3.0),
-    (48, 256, 4, 480, 7.0),
-]
+GEOMETRIES = HBM_GEOMETRIES
 TOL_NS = 2 * LATE_NS  # the controller keeps linear pacing that is early by float rounding only (< LATE_NS)
-LINK_GBS = 256.0  # the reply link of every test controller: a flit takes flit_bytes / 256 ns on it
-
-
-class _Engine:
-    """What ``HbmCtrl`` reads of an engine when it serves a read: sizes, and where the reply and the row go."""
-
-    def __init__(self, fidelity: str, flit: int, packet: int) -> None:
-        self.graph = SimpleNamespace(out_edges=lambda node_id: (SimpleNamespace(bw_gbs=LINK_GBS),))
-        self.fidelity = fidelity
-        self.flit_bytes = flit
-        self.packet_bytes = packet
-        self.replies: list = []
-        self.rows: list = []
-        self.oplog = SimpleNamespace(record=lambda *row: self.rows.append(row))
-
-    def read_reply(self, cmd, ready):
-        self.replies.append(ready)
 
 
 def _hbm(fidelity: str, geometry, free: list[float], overhead_ns: float) -> HbmCtrl:
     flit, burst, channels, packet, bw = geometry
     node = SimpleNamespace(id="hbm", type="hbm_ctrl", overhead_ns=overhead_ns,
                            attrs={"channels": channels, "burst_bytes": burst, "channel_bw_gbs": bw})
-    ctrl = HbmCtrl(_Engine(fidelity, flit, packet), node)
+    ctrl = HbmCtrl(HbmEngine(fidelity, flit, packet), node)
     assert ctrl.flow == (fidelity == "flow")
     ctrl.free = list(free)
     return ctrl
-
-
-def _cmd(addr: int, nbytes: int, row_bytes: int = 0, pitch: int = 0):
-    return SimpleNamespace(addr=addr, read_nbytes=nbytes, row_bytes=row_bytes, pitch=pitch,
-                           request=SimpleNamespace(corr_id=1))
 
 
 def model_flit_ready(geometry, free, a0, addr, nbytes, row_bytes=0, pitch=0):
@@ -141,7 +112,7 @@ def test_a_late_middle_burst_delays_its_packets_head_by_hand():
     assert linear_pacing(flit_ready, 4) == [(10.0, 6.0), (26.0, 6.0)]  # before the fix: flit 1 leaves at 16 < 20
     for fidelity in ("packet", "flow"):
         ctrl = _hbm(fidelity, geometry, free, overhead_ns=2.0)
-        ctrl._read(_cmd(0, 256), 0.0)
+        ctrl._read(read_cmd(0, 256), 0.0)
         (reply,) = ctrl.engine.replies
         assert reply == [(16.0, 4.0), (32.0, 4.0)], fidelity
         for fr, leave in packets(reply, flit_ready, 4):
@@ -167,7 +138,7 @@ def test_an_uncontended_two_round_packet_leaves_when_its_last_round_is_ready():
     assert r0 + 8 * d < 42.0  # what the fix removes
     for fidelity in ("packet", "flow"):
         ctrl = _hbm(fidelity, geometry, [0.0] * 8, overhead_ns=10.0)
-        ctrl._read(_cmd(0, 4096), 0.0)
+        ctrl._read(read_cmd(0, 4096), 0.0)
         assert ctrl.engine.replies == [[(34.0, 1.0)]], fidelity
     assert max(r + (15 - j) * 1.0 for j, r in enumerate(flit_ready)) == 34.0 + 15 * 1.0
 
@@ -177,7 +148,7 @@ def test_a_read_within_one_channel_round_is_unchanged():
     geometry = GEOMETRIES[0]
     for nbytes in (1, 256, 2048):
         ctrl = _hbm("packet", geometry, [0.0] * 8, overhead_ns=10.0)
-        ctrl._read(_cmd(4096, nbytes), 0.0)
+        ctrl._read(read_cmd(4096, nbytes), 0.0)
         assert ctrl.engine.replies == [[(10.0 + min(nbytes, 256) / 16.0, 0.0)]]  # a burst in 1/16 ns a byte
 
 
@@ -192,7 +163,7 @@ def test_no_flit_leaves_before_its_data_under_channel_queueing(seed):
     geometry = GEOMETRIES[seed % len(GEOMETRIES)]
     free, addr, nbytes, row_bytes, pitch, t_head = _random_read(rng, geometry, contended=True)
     ctrl = _hbm("packet", geometry, free, overhead_ns=7.5)
-    ctrl._read(_cmd(addr, nbytes, row_bytes, pitch), t_head)
+    ctrl._read(read_cmd(addr, nbytes, row_bytes, pitch), t_head)
     flit_ready, want_free = model_flit_ready(geometry, free, t_head + 7.5, addr, nbytes, row_bytes, pitch)
     assert ctrl.free == pytest.approx(want_free, abs=1e-9)
     (reply,) = ctrl.engine.replies
@@ -219,7 +190,7 @@ def test_queueing_makes_linear_pacing_non_causal_and_the_reply_re_paces_it():
         flit_ready, _ = model_flit_ready(geometry, free, t_head + 7.5, addr, nbytes, row_bytes, pitch)
         old = linear_pacing(flit_ready, per_packet)
         ctrl = _hbm("packet", geometry, free, overhead_ns=7.5)
-        ctrl._read(_cmd(addr, nbytes, row_bytes, pitch), t_head)
+        ctrl._read(read_cmd(addr, nbytes, row_bytes, pitch), t_head)
         for p, (fr, leave) in enumerate(packets(old, flit_ready, per_packet)):
             if any(t < r - TOL_NS for t, r in zip(leave, fr, strict=True)):
                 early += 1
@@ -247,7 +218,7 @@ def test_uncontended_linear_reads_keep_the_linear_pacing_bit_for_bit(geometry):
         want = linear_pacing(flit_ready, packet // flit)
         for fidelity in ("packet", "flow"):
             ctrl = _hbm(fidelity, geometry, free, overhead)
-            ctrl._read(_cmd(addr, nbytes), t_head)
+            ctrl._read(read_cmd(addr, nbytes), t_head)
             assert ctrl.engine.replies == [want]
 
 
@@ -259,8 +230,8 @@ def test_the_flow_read_re_paces_exactly_as_the_packet_read(seed):
     geometry = GEOMETRIES[seed % len(GEOMETRIES)]
     free, addr, nbytes, row_bytes, pitch, t_head = _random_read(rng, geometry, contended=seed % 3 != 0)
     packet, flow = _hbm("packet", geometry, free, 7.5), _hbm("flow", geometry, free, 7.5)
-    packet._read_per_flit(_cmd(addr, nbytes, row_bytes, pitch), t_head)
-    flow._read(_cmd(addr, nbytes, row_bytes, pitch), t_head)
+    packet._read_per_flit(read_cmd(addr, nbytes, row_bytes, pitch), t_head)
+    flow._read(read_cmd(addr, nbytes, row_bytes, pitch), t_head)
     assert flow.engine.replies == packet.engine.replies  # exact floats, every packet
     assert flow.free == packet.free
     assert flow.engine.rows == packet.engine.rows

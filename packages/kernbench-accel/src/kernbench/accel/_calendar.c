@@ -541,6 +541,53 @@ static PyObject *bind(PyObject *mod, PyObject *args) {
 /* ------------------------------------------------------------------ the HBM controller's write service */
 
 /*
+ * The arguments the HBM services share: exactly `want` of them, args[0] a non-empty list of channel times, and
+ * the n integers at positions ints[] into v[], each in [0, 2**62] (else OverflowError: the caller serves the
+ * request in Python). Returns 0, or -1 with an exception set.
+ */
+static int channel_args(const char *who, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const int *ints,
+                        int n, long long *v) {
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s takes %zd arguments", who, want);
+        return -1;
+    }
+    if (!PyList_CheckExact(args[0]) || !PyList_GET_SIZE(args[0])) {
+        PyErr_Format(PyExc_TypeError, "%s: free must be a non-empty list of channel times", who);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        v[i] = PyLong_AsLongLong(args[ints[i]]);
+        if (v[i] == -1 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+            PyErr_Clear();
+        }
+        if (v[i] < 0 || v[i] > (1LL << 62)) {
+            PyErr_Format(PyExc_OverflowError, "%s: an integer argument is negative or too large", who);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * One burst on channel ch of an HBM slice: it starts when both it (at `ready`) and the channel (free[ch]) are
+ * ready and takes (nbytes * ns_per_byte) ns; free[ch] becomes its finish, which is also returned in *finish.
+ * The float operations of both services' Python loops, in their order. Returns 0, or -1 with an exception set.
+ */
+static int take_channel(PyObject *free, Py_ssize_t ch, double ready, long long nbytes, double npb, double *finish) {
+    double fr;
+    if (as_double(PyList_GET_ITEM(free, ch), &fr) < 0) return -1;
+    double start = fr > ready ? fr : ready;
+    *finish = start + (double)nbytes * npb;
+    PyObject *fo = PyFloat_FromDouble(*finish);
+    if (!fo) return -1;
+    PyObject *old = PyList_GET_ITEM(free, ch);
+    PyList_SET_ITEM(free, ch, fo);
+    Py_DECREF(old);
+    return 0;
+}
+
+/*
  * serve_write(free, addr, off, n, pkt_offset, burst, ns_per_byte, a0, delta, t_last, flit, last_flit, done):
  * kernbench.components.memory.HbmCtrl._write's loop over one address-contiguous piece of a written packet, step for
  * step: burst by burst, the burst arrives with the flit holding its last byte (a0 + f * delta, the last flit at
@@ -549,25 +596,10 @@ static PyObject *bind(PyObject *mod, PyObject *args) {
  * Integer arguments must fit in 62 bits (else OverflowError, and the caller serves the piece in Python).
  */
 static PyObject *serve_write(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 13) {
-        PyErr_SetString(PyExc_TypeError, "serve_write takes 13 arguments");
-        return NULL;
-    }
-    PyObject *free = args[0];
-    if (!PyList_CheckExact(free) || !PyList_GET_SIZE(free)) {
-        PyErr_SetString(PyExc_TypeError, "serve_write: free must be a non-empty list of channel times");
-        return NULL;
-    }
     long long v[7];
     const int ints[7] = {1, 2, 3, 4, 5, 10, 11};
-    for (int i = 0; i < 7; i++) {
-        v[i] = PyLong_AsLongLong(args[ints[i]]);
-        if (v[i] == -1 && PyErr_Occurred()) return NULL;
-        if (v[i] < 0 || v[i] > (1LL << 62)) {
-            PyErr_SetString(PyExc_OverflowError, "serve_write: an integer argument is negative or too large");
-            return NULL;
-        }
-    }
+    if (channel_args("serve_write", args, nargs, 13, ints, 7, v) < 0) return NULL;
+    PyObject *free = args[0];
     long long addr = v[0], off = v[1], n = v[2], pkt_offset = v[3], burst = v[4], flit = v[5], last_flit = v[6];
     if (burst <= 0 || flit <= 0) {
         PyErr_SetString(PyExc_ValueError, "serve_write: burst and flit must be positive");
@@ -587,16 +619,8 @@ static PyObject *serve_write(PyObject *mod, PyObject *const *args, Py_ssize_t na
         long long f = (off + (y - 1 - addr) - pkt_offset);
         f = f >= 0 ? f / flit : -((-f + flit - 1) / flit); /* Python's floor division */
         double arrive = f >= last_flit ? t_last : a0 + (double)f * delta;
-        Py_ssize_t ch = (Py_ssize_t)((x / burst) % k);
-        double fr;
-        if (as_double(PyList_GET_ITEM(free, ch), &fr) < 0) return NULL;
-        double start = fr > arrive ? fr : arrive;
-        double finish = start + (double)(y - x) * npb;
-        PyObject *fo = PyFloat_FromDouble(finish);
-        if (!fo) return NULL;
-        PyObject *old = PyList_GET_ITEM(free, ch);
-        PyList_SET_ITEM(free, ch, fo);
-        Py_DECREF(old);
+        double finish;
+        if (take_channel(free, (Py_ssize_t)((x / burst) % k), arrive, y - x, npb, &finish) < 0) return NULL;
         if (finish > done) {
             done = finish;
             moved = 1;
@@ -621,29 +645,10 @@ static PyObject *serve_write(PyObject *mod, PyObject *const *args, Py_ssize_t na
 typedef struct { double fin; long long g; long long next; } Held;
 
 static PyObject *serve_read(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 12) {
-        PyErr_SetString(PyExc_TypeError, "serve_read takes 12 arguments");
-        return NULL;
-    }
-    PyObject *free = args[0];
-    if (!PyList_CheckExact(free) || !PyList_GET_SIZE(free)) {
-        PyErr_SetString(PyExc_TypeError, "serve_read: free must be a non-empty list of channel times");
-        return NULL;
-    }
     long long v[7];
     const int ints[7] = {1, 2, 3, 4, 5, 8, 9};
-    for (int i = 0; i < 7; i++) {
-        v[i] = PyLong_AsLongLong(args[ints[i]]);
-        if (v[i] == -1 && PyErr_Occurred()) {
-            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
-            PyErr_Clear();
-            v[i] = -1;
-        }
-        if (v[i] < 0 || v[i] > (1LL << 62)) {
-            PyErr_SetString(PyExc_OverflowError, "serve_read: an integer argument is negative or too large");
-            return NULL;
-        }
-    }
+    if (channel_args("serve_read", args, nargs, 12, ints, 7, v) < 0) return NULL;
+    PyObject *free = args[0];
     long long base = v[0], nbytes = v[1], row_bytes = v[2], pitch = v[3], burst = v[4], flit = v[5];
     long long per_packet = v[6];
     if (nbytes <= 0 || burst <= 0 || flit <= 0 || per_packet <= 0 || burst > (1LL << 40) || flit > (1LL << 40) ||
@@ -698,16 +703,8 @@ static PyObject *serve_read(PyObject *mod, PyObject *const *args, Py_ssize_t nar
             long long b = x / burst;
             long long y = (b + 1) * burst;
             if (y > end) y = end;
-            Py_ssize_t ch = (Py_ssize_t)(b % k);
-            double fr;
-            if (as_double(PyList_GET_ITEM(free, ch), &fr) < 0) goto done;
-            double start = fr > a0 ? fr : a0;
-            double finish = start + (double)(y - x) * npb;
-            PyObject *fo = PyFloat_FromDouble(finish);
-            if (!fo) goto done;
-            PyObject *old = PyList_GET_ITEM(free, ch);
-            PyList_SET_ITEM(free, ch, fo);
-            Py_DECREF(old);
+            double finish;
+            if (take_channel(free, (Py_ssize_t)(b % k), a0, y - x, npb, &finish) < 0) goto done;
             long long f0 = (x + o) / flit, f1 = (y - 1 + o) / flit;
             long long p = f0 / per_packet, q1 = f1 / per_packet;
             for (long long q = p; q <= q1; q++) {
